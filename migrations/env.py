@@ -1,0 +1,51 @@
+"""Alembic environment for todo_sessions.
+
+Embedded use (``await todo_sessions.migrate(url)`` or a store opening a database) hands a
+connection in through ``config.attributes["connection"]``, already inside a transaction that
+holds the write lock (SQLite) or an advisory lock (PostgreSQL); this file then only runs the
+migrations on it and never starts an event loop. From the command line
+(``alembic upgrade head`` in a checkout) the URL comes from ``TODO_SESSIONS_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from todo_sessions.store.schema import VERSION_TABLE, metadata
+
+
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Compare only our own tables: a host application's tables are none of our business."""
+    if type_ == "table":
+        return name in metadata.tables
+    return True
+
+
+def run_on(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        version_table=VERSION_TABLE,
+        include_name=include_name,
+        render_as_batch=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+connection = context.config.attributes.get("connection")
+if connection is not None:
+    run_on(connection)
+else:
+    import asyncio
+
+    from todo_sessions.store.migrate import run_locked
+
+    url = os.environ.get("TODO_SESSIONS_URL") or context.config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("set TODO_SESSIONS_URL to the database URL, e.g. sqlite:///sessions.db")
+    asyncio.run(run_locked(url, run_on))

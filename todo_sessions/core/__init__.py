@@ -1,0 +1,1 @@
+"""The pure core: event models, validation and projections. No I/O, no clock, no randomness."""

@@ -1,0 +1,288 @@
+"""The event catalog, format 0 (SPEC §3): one payload model per event type, and the registry.
+
+Embedders add their own types with `register_event_type`. `validate_event` checks an event
+against the registry, the surface rules of SPEC §4 that need no other event, and the durable
+rules of ``todo/write`` (SPEC §6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from ..errors import InvalidEventError
+from .envelope import SessionEvent
+from .messages import (
+    AssistantMessage,
+    ContentBlock,
+    MessageSource,
+    ToolResultBlock,
+    UserMessage,
+    WireModel,
+)
+from .todos import TodoItem, todo_list_problem
+
+__all__ = [
+    "EVENT_TYPES",
+    "FORMAT_VERSION",
+    "SURFACE_TYPES",
+    "AssistantChunkData",
+    "AssistantMessageData",
+    "EventType",
+    "RequestRecordData",
+    "SessionEndSeedData",
+    "StepData",
+    "TodoWriteData",
+    "ToolCallData",
+    "ToolResultData",
+    "TurnEndData",
+    "TurnEndReason",
+    "TurnStartData",
+    "register_event_type",
+    "validate_event",
+]
+
+FORMAT_VERSION = 0
+"""The session log format this version writes and reads."""
+
+Positive = Annotated[int, Field(ge=1)]
+
+
+class TurnStartData(WireModel):
+    turn: Positive
+
+
+class TurnError(WireModel):
+    message: str
+    code: str | None = None
+
+
+class TurnEndReason(WireModel):
+    """``{kind}``; kinds other than the known ones are kept as they are."""
+
+    kind: str = Field(min_length=1)
+    error: TurnError | None = None
+
+    @model_validator(mode="after")
+    def _error_kind_has_error(self) -> TurnEndReason:
+        if self.kind == "error" and self.error is None:
+            raise ValueError('reason of kind "error" needs error: {message, code?}')
+        return self
+
+
+class TurnEndData(WireModel):
+    turn: Positive
+    reason: TurnEndReason
+
+
+class StepData(WireModel):
+    turn: Positive
+    step: Positive
+
+
+class UserMessageData(UserMessage):
+    """``user/message``: the data is the user message itself."""
+
+
+class AssistantChunkData(StepData):
+    chunk: dict[str, Any]
+
+
+class AssistantMessageData(StepData):
+    message: AssistantMessage
+    usage: dict[str, Any] | None = None
+    interrupted: bool | None = None
+
+
+class ToolCallData(StepData):
+    call_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: str
+    """The raw JSON string the model produced."""
+
+
+class ToolSource(MessageSource):
+    kind: Literal["tool"] = "tool"
+    call_id: str = Field(min_length=1)
+
+
+class ToolResultMessage(WireModel):
+    id: str = Field(min_length=1)
+    role: Literal["user"] = "user"
+    source: ToolSource
+    content: list[ContentBlock]
+
+    @model_validator(mode="after")
+    def _one_matching_result_block(self) -> ToolResultMessage:
+        blocks = self.content
+        if len(blocks) != 1 or not isinstance(blocks[0], ToolResultBlock):
+            raise ValueError("content must be exactly one tool-result block")
+        if blocks[0].tool_call_id != self.source.call_id:
+            raise ValueError(
+                f"toolCallId {blocks[0].tool_call_id!r} differs from "
+                f"source.callId {self.source.call_id!r}"
+            )
+        return self
+
+
+class ToolError(WireModel):
+    name: str
+    code: str
+
+
+class ToolResultData(StepData):
+    message: ToolResultMessage
+    error: ToolError | None = None
+    meta: Any = None
+
+
+class TodoWriteData(WireModel):
+    todos: list[TodoItem]
+
+
+class RequestRecordData(WireModel):
+    """``request/header`` and ``request/context``: opaque records of the request configuration."""
+
+
+class SessionEndSeedData(WireModel):
+    """``session/end-seed``: marks where an inherited (forked) prefix ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    """A registered event type: its name, payload model, and whether it may carry a surface op."""
+
+    name: str
+    model: type[WireModel] | type[Any]
+    surface: bool = False
+
+
+_REGISTRY: dict[str, EventType] = {}
+EVENT_TYPES: Mapping[str, EventType] = MappingProxyType(_REGISTRY)
+"""Read-only view of every registered event type, by name."""
+
+
+def register_event_type(name: str, model: type[Any], *, surface: bool = False) -> EventType:
+    """Register an event type (embedders' own types too).
+
+    ``model`` is a pydantic model that validates the payload. Registering the same name again
+    with the same model is harmless; with another model it is refused (``ValueError``).
+    """
+    if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 200:
+        raise ValueError(f"event type name must be a printable string of 1-200 chars: {name!r}")
+    if not hasattr(model, "model_validate"):
+        raise TypeError(f"model for {name!r} must be a pydantic model class")
+    entry = EventType(name, model, surface)
+    existing = _REGISTRY.get(name)
+    if existing is not None and existing != entry:
+        raise ValueError(f"event type {name!r} is already registered with {existing.model!r}")
+    _REGISTRY[name] = entry
+    return entry
+
+
+for _name, _model, _surface in (
+    ("turn/start", TurnStartData, False),
+    ("turn/end", TurnEndData, False),
+    ("step/start", StepData, False),
+    ("step/end", StepData, False),
+    ("user/message", UserMessageData, True),
+    ("assistant/chunk", AssistantChunkData, False),
+    ("assistant/message", AssistantMessageData, True),
+    ("tool/call", ToolCallData, False),
+    ("tool/result", ToolResultData, True),
+    ("todo/write", TodoWriteData, False),
+    ("request/header", RequestRecordData, False),
+    ("request/context", RequestRecordData, False),
+    ("session/end-seed", SessionEndSeedData, False),
+):
+    register_event_type(_name, _model, surface=_surface)
+
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+"""The built-in surface-eligible types."""
+
+
+def _where(event: SessionEvent) -> str:
+    return f"event {event.type!r} (seq {event.seq})"
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    path = "data"
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _payload_error(event: SessionEvent, exc: ValidationError) -> InvalidEventError:
+    first = exc.errors(include_url=False)[0]
+    # A tagged-union location carries the tag as a path part; keep only field names and indexes.
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("block:")))
+    field = _field_path(loc)
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return InvalidEventError(
+        f"invalid {_where(event)}: {field}: {first['msg']}{more}",
+        event_type=event.type,
+        seq=event.seq,
+        field=field,
+    )
+
+
+def validate_event(event: SessionEvent) -> None:
+    """Check one event against the catalog; raise `InvalidEventError` naming type, seq, field.
+
+    Unregistered types pass only when marked ``ignorable``. Surface fields are allowed only on
+    surface-eligible types; ``sourceEventSeqs`` must be unique, each smaller than the event's
+    own seq, and non-empty (except on ``assistant/message``).
+    """
+    entry = _REGISTRY.get(event.type)
+    if entry is None:
+        if event.ignorable:
+            return
+        raise InvalidEventError(
+            f"unknown {_where(event)}: the type is not registered and the event is not "
+            "marked ignorable",
+            event_type=event.type,
+            seq=event.seq,
+            field="type",
+        )
+    seqs = event.source_event_seqs
+    if not entry.surface and (event.surface_op is not None or seqs is not None):
+        field = "surfaceOp" if event.surface_op is not None else "sourceEventSeqs"
+        raise InvalidEventError(
+            f"{_where(event)} may not carry {field}: only surface events "
+            "(user/message, assistant/message, tool/result) do",
+            event_type=event.type,
+            seq=event.seq,
+            field=field,
+        )
+    if seqs is not None:
+        problem = None
+        if len(set(seqs)) != len(seqs):
+            problem = "must be unique"
+        elif any(s >= event.seq for s in seqs):
+            problem = "must each be smaller than the event's own seq"
+        elif not seqs and event.type != "assistant/message":
+            problem = "must not be empty (only assistant/message may cite nothing)"
+        if problem:
+            raise InvalidEventError(
+                f"{_where(event)}: sourceEventSeqs {list(seqs)} {problem}",
+                event_type=event.type,
+                seq=event.seq,
+                field="sourceEventSeqs",
+            )
+    try:
+        entry.model.model_validate(event._data)
+    except ValidationError as exc:
+        raise _payload_error(event, exc) from None
+    if event.type == "todo/write":
+        problem = todo_list_problem(event._data.get("todos"))
+        if problem:
+            raise InvalidEventError(
+                f"invalid {_where(event)}: {problem}",
+                event_type=event.type,
+                seq=event.seq,
+                field="data.todos",
+            )

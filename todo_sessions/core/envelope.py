@@ -1,0 +1,396 @@
+"""The event envelope (SPEC §2): `SessionEvent`, surface ops, wire JSON in and out.
+
+A `SessionEvent` is immutable. Its payload is copied at the boundary and kept as canonical JSON
+text, which is what the store writes and what `SessionEvent.to_json` emits, so a round trip
+through the log is byte-exact. ``event.data`` is a deep frozen view of that payload.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+from ..errors import InvalidEventError
+from .jsonvalue import LosslessJSONError, canonical_json, decode_json, freeze, lossless_copy, thaw
+
+__all__ = [
+    "MAX_INT",
+    "SessionEvent",
+    "SurfaceOp",
+    "SurfaceReplace",
+    "parse_surface_op",
+]
+
+MAX_INT = 2**63 - 1
+"""Seqs and times are stored as 64-bit integers."""
+
+_WIRE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceReplace:
+    """``{"op": "replace", "start": a, "end": b}``: replace surface nodes a..b by this event."""
+
+    start: int
+    end: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"op": "replace", "start": self.start, "end": self.end}
+
+
+SurfaceOp = Literal["append"] | SurfaceReplace
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _fail(message: str, *, event_type: Any, seq: Any, field: str | None = None) -> NoReturn:
+    kind = event_type if isinstance(event_type, str) else None
+    number = seq if _is_int(seq) else None
+    raise InvalidEventError(message, event_type=kind, seq=number, field=field)
+
+
+def _label(event_type: Any, seq: Any) -> str:
+    kind = repr(event_type) if isinstance(event_type, str) else "<invalid type>"
+    return f"event {kind} (seq {seq if _is_int(seq) else '?'})"
+
+
+def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> SurfaceOp | None:
+    """Accept ``None``, ``"append"``, a `SurfaceReplace` or its wire dict."""
+    if value is None or value == "append" or isinstance(value, SurfaceReplace):
+        return value
+    if isinstance(value, Mapping):
+        if (
+            set(value) == {"op", "start", "end"}
+            and value["op"] == "replace"
+            and _is_int(value["start"])
+            and _is_int(value["end"])
+            and 0 <= value["start"] <= MAX_INT
+            and 0 <= value["end"] <= MAX_INT
+        ):
+            return SurfaceReplace(value["start"], value["end"])
+    _fail(
+        f"{_label(event_type, seq)}: surfaceOp must be \"append\" or "
+        f'{{"op": "replace", "start": int, "end": int}}, got {value!r}',
+        event_type=event_type,
+        seq=seq,
+        field="surfaceOp",
+    )
+
+
+def _surface_op_wire(op: SurfaceOp | None) -> Any:
+    return op.to_wire() if isinstance(op, SurfaceReplace) else op
+
+
+_set = object.__setattr__
+
+
+class SessionEvent:
+    """One record of a session log.
+
+    ``SessionEvent(type, seq, time, data, *, surface_op=None, source_event_seqs=None,
+    ignorable=False)`` checks the envelope and that ``data`` is lossless JSON, and copies it.
+    Payload rules of the event catalog are checked by `validate_event` (the store and live
+    sessions call it on every append).
+    """
+
+    __slots__ = (
+        "_data",
+        "_data_json",
+        "_frozen",
+        "ignorable",
+        "seq",
+        "source_event_seqs",
+        "surface_op",
+        "time",
+        "type",
+    )
+
+    type: str
+    seq: int
+    time: int
+    surface_op: SurfaceOp | None
+    source_event_seqs: tuple[int, ...] | None
+    ignorable: bool
+    _data: Any
+    _data_json: str
+    _frozen: Any
+
+    def __init__(
+        self,
+        type: str,
+        seq: int,
+        time: int,
+        data: Any,
+        *,
+        surface_op: SurfaceOp | Mapping[str, Any] | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> None:
+        if not isinstance(type, str) or not 1 <= len(type) <= 200 or not type.isprintable():
+            _fail(
+                f"event type must be a printable string of 1-200 characters, got {type!r}",
+                event_type=None,
+                seq=seq,
+                field="type",
+            )
+        if not _is_int(seq) or not 0 <= seq <= MAX_INT:
+            _fail(
+                f"{_label(type, seq)}: seq must be a non-negative integer, got {seq!r}",
+                event_type=type,
+                seq=None,
+                field="seq",
+            )
+        if not _is_int(time) or not -MAX_INT <= time <= MAX_INT:
+            _fail(
+                f"{_label(type, seq)}: time must be an integer (Unix epoch ms), got {time!r}",
+                event_type=type,
+                seq=seq,
+                field="time",
+            )
+        op = parse_surface_op(surface_op, event_type=type, seq=seq)
+        seqs: tuple[int, ...] | None = None
+        if source_event_seqs is not None:
+            if isinstance(source_event_seqs, str | bytes | Mapping) or not isinstance(
+                source_event_seqs, Sequence
+            ):
+                _fail(
+                    f"{_label(type, seq)}: sourceEventSeqs must be a list of integers",
+                    event_type=type,
+                    seq=seq,
+                    field="sourceEventSeqs",
+                )
+            seqs = tuple(source_event_seqs)
+            if not all(_is_int(s) and 0 <= s <= MAX_INT for s in seqs):
+                _fail(
+                    f"{_label(type, seq)}: sourceEventSeqs must hold non-negative integers, "
+                    f"got {list(seqs)!r}",
+                    event_type=type,
+                    seq=seq,
+                    field="sourceEventSeqs",
+                )
+        if ignorable is not True and ignorable is not False:
+            _fail(
+                f"{_label(type, seq)}: ignorable must be true when present, got {ignorable!r}",
+                event_type=type,
+                seq=seq,
+                field="ignorable",
+            )
+        try:
+            copy, text = lossless_copy(data)
+        except LosslessJSONError as exc:
+            _fail(
+                f"{_label(type, seq)}: data is not losslessly JSON-serializable: {exc.reason}",
+                event_type=type,
+                seq=seq,
+                field="data",
+            )
+        _set(self, "type", type)
+        _set(self, "seq", seq)
+        _set(self, "time", time)
+        _set(self, "surface_op", op)
+        _set(self, "source_event_seqs", seqs)
+        _set(self, "ignorable", ignorable)
+        _set(self, "_data", copy)
+        _set(self, "_data_json", text)
+        _set(self, "_frozen", None)
+
+    @classmethod
+    def _trusted(
+        cls,
+        type: str,
+        seq: int,
+        time: int,
+        data: Any,
+        data_json: str,
+        surface_op: SurfaceOp | None,
+        source_event_seqs: tuple[int, ...] | None,
+        ignorable: bool,
+    ) -> SessionEvent:
+        """Build without checks from parts that are already validated (store rows, repairs)."""
+        event = cls.__new__(cls)
+        _set(event, "type", type)
+        _set(event, "seq", seq)
+        _set(event, "time", time)
+        _set(event, "surface_op", surface_op)
+        _set(event, "source_event_seqs", source_event_seqs)
+        _set(event, "ignorable", ignorable)
+        _set(event, "_data", data)
+        _set(event, "_data_json", data_json)
+        _set(event, "_frozen", None)
+        return event
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"SessionEvent is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"SessionEvent is immutable (cannot delete {name!r})")
+
+    # -- payload --------------------------------------------------------------------------------
+
+    @property
+    def data(self) -> Any:
+        """The payload as a deep read-only view (dicts and lists refuse mutation)."""
+        frozen = self._frozen
+        if frozen is None:
+            frozen = freeze(self._data)
+            _set(self, "_frozen", frozen)
+        return frozen
+
+    @property
+    def data_json(self) -> str:
+        """The payload's JSON text, exactly as stored."""
+        return self._data_json
+
+    def data_copy(self) -> Any:
+        """A fresh mutable deep copy of the payload."""
+        return thaw(self._data)
+
+    def replace(self, **changes: Any) -> SessionEvent:
+        """A new event with some envelope fields changed (validated like a new event)."""
+        fields: dict[str, Any] = {
+            "type": self.type,
+            "seq": self.seq,
+            "time": self.time,
+            "data": self._data,
+            "surface_op": self.surface_op,
+            "source_event_seqs": self.source_event_seqs,
+            "ignorable": self.ignorable,
+        }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"unknown SessionEvent fields: {sorted(unknown)}")
+        fields.update(changes)
+        return SessionEvent(**fields)
+
+    # -- wire JSON ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire JSON object as a fresh mutable dict (camelCase keys)."""
+        wire: dict[str, Any] = {
+            "type": self.type,
+            "seq": self.seq,
+            "time": self.time,
+            "data": thaw(self._data),
+        }
+        if self.surface_op is not None:
+            wire["surfaceOp"] = _surface_op_wire(self.surface_op)
+        if self.source_event_seqs is not None:
+            wire["sourceEventSeqs"] = list(self.source_event_seqs)
+        if self.ignorable:
+            wire["ignorable"] = True
+        return wire
+
+    def to_json(self) -> str:
+        """Compact wire JSON; ``from_json(e.to_json()) == e`` and re-encoding is byte-identical."""
+        head = canonical_json({"type": self.type, "seq": self.seq, "time": self.time})
+        parts = [head[:-1], ',"data":', self._data_json]
+        if self.surface_op is not None:
+            parts += [',"surfaceOp":', canonical_json(_surface_op_wire(self.surface_op))]
+        if self.source_event_seqs is not None:
+            parts += [',"sourceEventSeqs":', canonical_json(list(self.source_event_seqs))]
+        if self.ignorable:
+            parts.append(',"ignorable":true')
+        parts.append("}")
+        return "".join(parts)
+
+    @classmethod
+    def from_dict(cls, wire: Mapping[str, Any]) -> SessionEvent:
+        """Build from a wire JSON object; raises `InvalidEventError` naming what is wrong."""
+        if not isinstance(wire, Mapping):
+            raise InvalidEventError(f"an event must be a JSON object, got {type(wire).__name__}")
+        event_type, seq = wire.get("type"), wire.get("seq")
+        extra = set(wire) - _WIRE_KEYS
+        if extra:
+            _fail(
+                f"{_label(event_type, seq)}: unknown top-level keys {sorted(map(str, extra))}",
+                event_type=event_type,
+                seq=seq,
+                field=str(sorted(map(str, extra))[0]),
+            )
+        for key in ("type", "seq", "time", "data"):
+            if key not in wire:
+                _fail(
+                    f"{_label(event_type, seq)}: missing required key {key!r}",
+                    event_type=event_type,
+                    seq=seq,
+                    field=key,
+                )
+        ignorable = wire.get("ignorable", False)
+        if "ignorable" in wire and ignorable is not True:
+            _fail(
+                f"{_label(event_type, seq)}: ignorable must be true when present, "
+                f"got {ignorable!r}",
+                event_type=event_type,
+                seq=seq,
+                field="ignorable",
+            )
+        return cls(
+            wire["type"],
+            wire["seq"],
+            wire["time"],
+            wire["data"],
+            surface_op=wire.get("surfaceOp"),
+            source_event_seqs=wire.get("sourceEventSeqs"),
+            ignorable=ignorable,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionEvent:
+        """Parse one wire JSON event; raises `InvalidEventError`, never a raw parser error."""
+        try:
+            wire = decode_json(text)
+        except LosslessJSONError as exc:
+            raise InvalidEventError(f"event is not valid lossless JSON: {exc.reason}") from None
+        return cls.from_dict(wire)
+
+    # -- value semantics ------------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.type,
+            self.seq,
+            self.time,
+            self._data_json,
+            self.surface_op,
+            self.source_event_seqs,
+            self.ignorable,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionEvent):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        extras = ""
+        if self.surface_op is not None:
+            extras += f", surface_op={self.surface_op!r}"
+        if self.source_event_seqs is not None:
+            extras += f", source_event_seqs={list(self.source_event_seqs)!r}"
+        if self.ignorable:
+            extras += ", ignorable=True"
+        data = self._data_json if len(self._data_json) <= 80 else self._data_json[:77] + "..."
+        return f"SessionEvent({self.type!r}, seq={self.seq}, time={self.time}, data={data}{extras})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SessionEvent.from_json, (self.to_json(),))
+
+
+def decode_surface_op(text: str | None) -> SurfaceOp | None:
+    """Stored ``surface_op`` column text back to a surface op (raises ValueError if malformed)."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    if value == "append":
+        return "append"
+    op = parse_surface_op(value)
+    if op is None:
+        raise ValueError(f"malformed surfaceOp {text!r}")
+    return op

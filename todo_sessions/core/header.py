@@ -1,0 +1,81 @@
+"""Per-session metadata kept outside the log (SPEC §1, §7)."""
+
+from __future__ import annotations
+
+import posixpath
+import unicodedata
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from ..errors import InvalidEventError
+from .catalog import FORMAT_VERSION
+
+__all__ = ["SessionHeader", "check_session_id"]
+
+
+def check_session_id(value: Any) -> str:
+    """A session id is a string of 1-200 characters with no control characters."""
+    if not isinstance(value, str) or not 1 <= len(value) <= 200:
+        raise ValueError(f"session id must be a string of 1-200 characters, got {value!r}")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+        raise ValueError(f"session id must not contain control characters: {value!r}")
+    return value
+
+
+SessionId = Annotated[str, AfterValidator(check_session_id)]
+
+
+class SessionHeader(BaseModel):
+    """Metadata of one session: written once, when its first events are appended.
+
+    ``created_at`` is Unix epoch milliseconds; ``cwd``, when given, is an absolute path.
+    ``parent_session``/``seed_length`` are set on forks.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid", strict=True
+    )
+
+    id: SessionId
+    created_at: int = Field(ge=0, le=2**63 - 1)
+    cwd: str | None = None
+    parent_session: SessionId | None = None
+    seed_length: int | None = Field(default=None, ge=0)
+    origin: str | None = None
+    delegation_depth: int = Field(default=0, ge=0)
+    title: str | None = None
+    format_version: int = Field(default=FORMAT_VERSION, ge=0)
+
+    @field_validator("cwd")
+    @classmethod
+    def _absolute_cwd(cls, value: str | None) -> str | None:
+        if value is not None and not (posixpath.isabs(value) or _is_windows_abs(value)):
+            raise ValueError(f"cwd must be an absolute path, got {value!r}")
+        return value
+
+    def __init__(self, **fields: Any) -> None:
+        """Validate; a bad field raises `InvalidEventError` (a ValueError) naming it."""
+        try:
+            super().__init__(**fields)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise InvalidEventError(
+                f"invalid session header: {field}: {first['msg']}", field=field
+            ) from None
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True)
+
+
+def _is_windows_abs(path: str) -> bool:
+    return len(path) >= 3 and path[0].isalpha() and path[1] == ":" and path[2] in "\\/"

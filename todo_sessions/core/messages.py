@@ -1,0 +1,137 @@
+"""Content blocks and messages, the part of the log the model sees (SPEC §3).
+
+Blocks and messages are tagged unions with a literal discriminator (``type`` for blocks,
+``role`` for messages). A block of a type this version does not know is kept verbatim as an
+`UnknownBlock`, and keys a model does not declare are kept too (forward compatibility).
+Wire keys are camelCase (``mediaType``, ``toolCallId``, ``isError``); attributes are snake_case.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AssistantMessage",
+    "ContentBlock",
+    "ImageBlock",
+    "Message",
+    "MessageSource",
+    "ModelSource",
+    "ReasoningBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "UnknownBlock",
+    "UserMessage",
+    "messages_adapter",
+]
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, extra keys kept, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        strict=True,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire JSON dict (camelCase keys, unset optional keys left out)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class TextBlock(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ReasoningBlock(WireModel):
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ImageBlock(WireModel):
+    type: Literal["image"] = "image"
+    media_type: str
+    data: str
+
+
+class ToolCallBlock(WireModel):
+    type: Literal["tool-call"] = "tool-call"
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: str
+    """The raw JSON string the model produced, identical to its ``tool/call`` event's."""
+
+
+class ToolResultBlock(WireModel):
+    type: Literal["tool-result"] = "tool-result"
+    tool_call_id: str = Field(min_length=1)
+    content: list[ContentBlock]
+    is_error: bool | None = None
+
+
+class UnknownBlock(WireModel):
+    """A block of a type this version does not know; every key is kept as it came."""
+
+    type: str
+
+
+_KNOWN_BLOCKS = {"text", "reasoning", "image", "tool-call", "tool-result"}
+
+
+def _block_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return f"block:{kind}" if kind in _KNOWN_BLOCKS else "block:unknown"
+
+
+ContentBlock = Annotated[
+    Annotated[TextBlock, Tag("block:text")]
+    | Annotated[ReasoningBlock, Tag("block:reasoning")]
+    | Annotated[ImageBlock, Tag("block:image")]
+    | Annotated[ToolCallBlock, Tag("block:tool-call")]
+    | Annotated[ToolResultBlock, Tag("block:tool-result")]
+    | Annotated[UnknownBlock, Tag("block:unknown")],
+    Discriminator(_block_tag),
+]
+
+ToolResultBlock.model_rebuild()
+
+
+class MessageSource(WireModel):
+    """Where a message came from: ``{kind, ...}`` (``user``, ``tool`` with ``callId``, ...)."""
+
+    kind: str = Field(min_length=1)
+
+
+class ModelSource(WireModel):
+    kind: Literal["model"] = "model"
+    provider: str
+    model: str
+
+
+class UserMessage(WireModel):
+    id: str = Field(min_length=1)
+    role: Literal["user"] = "user"
+    content: list[ContentBlock]
+    source: MessageSource
+
+
+class AssistantMessage(WireModel):
+    id: str = Field(min_length=1)
+    role: Literal["assistant"] = "assistant"
+    content: list[ContentBlock]
+    source: ModelSource
+
+
+Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
+"""One entry of the history handed to the model."""
+
+messages_adapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""Validates / dumps a whole message list (``messages_adapter.dump_python(m, by_alias=True)``)."""

@@ -1,0 +1,128 @@
+"""Every exception todo_sessions raises on purpose.
+
+::
+
+    TodoSessionsError                  base class; catch this to catch everything below
+    ├── SessionNotFoundError           no stored log (and no pending create) for that id
+    ├── SessionExistsError             create() of an id that already has a stored log
+    ├── SeqConflictError               an append did not start at the stored next seq
+    │                                  (another writer got there first, or a replay)
+    ├── InvalidEventError (ValueError) an event or payload is malformed; nothing written
+    ├── StructureError                 strict mode: an append breaks turn/step structure
+    ├── CorruptSessionError            a stored row cannot be decoded, or seqs have a gap
+    ├── FormatUnsupportedError         a stored log uses a format or event type we do
+    │                                  not understand
+    ├── SchemaError                    the database is not migrated, or is not ours
+    ├── StoreBusyError                 the database stayed locked past the busy timeout
+    └── StoreError                     any other database failure (driver error wrapped)
+
+Driver exceptions (sqlite3, asyncpg, SQLAlchemy) never escape the store raw: they are
+translated once, at the store boundary, and chained with ``raise ... from exc``.
+
+This module imports nothing from the package, so every layer can import it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptSessionError",
+    "FormatUnsupportedError",
+    "InvalidEventError",
+    "SchemaError",
+    "SeqConflictError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "StoreBusyError",
+    "StoreError",
+    "StructureError",
+    "TodoSessionsError",
+]
+
+
+class TodoSessionsError(Exception):
+    """Base class of every error raised by todo_sessions."""
+
+
+class SessionNotFoundError(TodoSessionsError, LookupError):
+    """There is no stored log for the session id (and no pending ``create``)."""
+
+    def __init__(self, session_id: str, detail: str = "") -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} not found" + (f": {detail}" if detail else ""))
+
+
+class SessionExistsError(TodoSessionsError):
+    """``create`` was called for an id that already has a stored log."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} already exists")
+
+
+class SeqConflictError(TodoSessionsError):
+    """An append did not start exactly at the stored next seq; nothing was written."""
+
+    def __init__(
+        self, session_id: str, first_seq: int, next_seq: int | None, *, detail: str | None = None
+    ) -> None:
+        self.session_id = session_id
+        self.first_seq = first_seq
+        self.next_seq = next_seq
+        if detail is None:
+            detail = f"stored next seq is {next_seq}"
+        super().__init__(f"session {session_id!r} append starts at seq {first_seq}, {detail}")
+
+
+class InvalidEventError(TodoSessionsError, ValueError):
+    """An event, its envelope or its payload is malformed. Nothing was written.
+
+    ``event_type``, ``seq`` and ``field`` name what was wrong when they are known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        event_type: str | None = None,
+        seq: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.event_type = event_type
+        self.seq = seq
+        self.field = field
+        super().__init__(message)
+
+
+class StructureError(TodoSessionsError):
+    """Strict mode: an append would break the turn/step structure (SPEC §5)."""
+
+    def __init__(self, message: str, *, seq: int | None = None, rule: str | None = None) -> None:
+        self.seq = seq
+        self.rule = rule
+        super().__init__(message)
+
+
+class CorruptSessionError(TodoSessionsError):
+    """A stored row cannot be decoded, or the stored seqs are not contiguous."""
+
+    def __init__(self, session_id: str, seq: int | None, detail: str) -> None:
+        self.session_id = session_id
+        self.seq = seq
+        where = f" at seq {seq}" if seq is not None else ""
+        super().__init__(f"session {session_id!r} is corrupt{where}: {detail}")
+
+
+class FormatUnsupportedError(TodoSessionsError):
+    """The stored log uses a format version or an event type this version cannot read."""
+
+
+class SchemaError(TodoSessionsError):
+    """The database is not migrated to the schema this version needs, or is not ours."""
+
+
+class StoreBusyError(TodoSessionsError):
+    """The database stayed locked by another writer longer than the busy timeout."""
+
+
+class StoreError(TodoSessionsError):
+    """A database failure that none of the more specific errors describes."""

@@ -1,0 +1,1 @@
+"""The only code that touches a database: schema, engines, migrations, the store."""

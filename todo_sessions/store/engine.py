@@ -1,0 +1,172 @@
+"""Engines: URL handling, per-connection SQLite settings, explicit BEGIN, new-file permissions.
+
+Every SQLite connection gets WAL (except in memory), ``synchronous`` (FULL by default),
+``foreign_keys=ON`` and a busy timeout. pysqlite's implicit transaction handling is switched
+off; SQLAlchemy's ``begin`` hook emits ``BEGIN IMMEDIATE`` for writes (so two processes never
+deadlock upgrading a read lock) and a plain ``BEGIN`` for reads.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+__all__ = [
+    "SQLiteOptions",
+    "StoreURL",
+    "begin_write",
+    "make_engine",
+    "parse_url",
+    "sqlite_pragmas",
+]
+
+WRITE_OPTION = "todo_sessions_write"
+
+
+@dataclass(frozen=True, slots=True)
+class SQLiteOptions:
+    """Per-connection SQLite settings (SPEC §7)."""
+
+    journal_mode: str = "WAL"
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    busy_timeout_ms: int = 5000
+
+    def __post_init__(self) -> None:
+        if self.synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"sqlite synchronous must be FULL or NORMAL, got {self.synchronous!r}")
+        if self.journal_mode.upper() not in ("WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY"):
+            raise ValueError(f"unsupported sqlite journal mode {self.journal_mode!r}")
+        if not isinstance(self.busy_timeout_ms, int) or self.busy_timeout_ms < 0:
+            raise ValueError("busy_timeout_ms must be a non-negative integer")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreURL:
+    """A database URL normalised to an async driver, and what kind of database it names."""
+
+    url: URL
+    dialect: Literal["sqlite", "postgresql"]
+    path: Path | None
+    """The SQLite file, or None for an in-memory database or PostgreSQL."""
+
+    @property
+    def memory(self) -> bool:
+        return self.dialect == "sqlite" and self.path is None
+
+    def render(self) -> str:
+        """The URL with any password masked, for messages."""
+        return self.url.render_as_string(hide_password=True)
+
+
+def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
+    """Accept ``sqlite:///file``, ``sqlite+aiosqlite://``, ``postgresql://…`` or a plain path."""
+    if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
+        path = Path(os.fspath(url)).expanduser().absolute()
+        return StoreURL(make_url(f"sqlite+aiosqlite:///{path}"), "sqlite", path)
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+        database = parsed.database
+        if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
+            return StoreURL(parsed, "sqlite", None)
+        path = Path(database).expanduser().absolute()
+        return StoreURL(parsed.set(database=str(path)), "sqlite", path)
+    if backend in ("postgresql", "postgres"):
+        return StoreURL(parsed.set(drivername="postgresql+asyncpg"), "postgresql", None)
+    raise ValueError(f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql")
+
+
+def sqlite_pragmas(options: SQLiteOptions, *, memory: bool) -> list[str]:
+    """The statements that configure one SQLite connection, busy timeout first."""
+    pragmas = [f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}"]
+    if not memory:
+        pragmas.append(f"PRAGMA journal_mode = {options.journal_mode.upper()}")
+    pragmas += [f"PRAGMA synchronous = {options.synchronous}", "PRAGMA foreign_keys = ON"]
+    return pragmas
+
+
+def ensure_private_file(path: Path) -> None:
+    """Create the database file with mode 0600 (and missing directories with 0700)."""
+    if path.exists():
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def connect_sqlite(path: Path, options: SQLiteOptions) -> sqlite3.Connection:
+    """A plain sqlite3 connection with the same settings as the engine's (for the writer)."""
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=options.busy_timeout_ms / 1000
+    )
+    for pragma in sqlite_pragmas(options, memory=False):
+        conn.execute(pragma)
+    return conn
+
+
+def make_engine(
+    target: StoreURL,
+    *,
+    sqlite: SQLiteOptions | None = None,
+    pool_size: int = 5,
+    max_overflow: int = 10,
+) -> AsyncEngine:
+    """An async engine for the store. SQLite connections are configured on connect."""
+    if target.dialect == "postgresql":
+        return create_async_engine(
+            target.url,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_pre_ping=True,
+            pool_recycle=1800,
+        )
+    options = sqlite or SQLiteOptions()
+    if target.memory:
+        engine = create_async_engine(
+            target.url, poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        assert target.path is not None
+        ensure_private_file(target.path)
+        engine = create_async_engine(
+            target.url,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            connect_args={"timeout": options.busy_timeout_ms / 1000},
+        )
+    pragmas = sqlite_pragmas(options, memory=target.memory)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Turn off pysqlite's implicit BEGIN: we emit BEGIN ourselves in the hook below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            for pragma in pragmas:
+                cursor.execute(pragma)
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(conn: Any) -> None:
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+async def begin_write(conn: AsyncConnection) -> AsyncConnection:
+    """Mark a connection so its next transaction takes the write lock up front."""
+    return await conn.execution_options(**{WRITE_OPTION: True})

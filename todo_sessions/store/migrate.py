@@ -1,0 +1,148 @@
+"""Running our alembic migrations from code: ``await migrate(url)``.
+
+Migrations run on a connection that first takes the database's write lock (``BEGIN IMMEDIATE``
+on SQLite, a transaction-scoped advisory lock on PostgreSQL), then reads the current revision
+and upgrades only if needed, all in one transaction. Several processes opening a brand-new
+database at once therefore serialise, and all but the first find nothing to do.
+
+The migration scripts ship inside the wheel as ``todo_sessions/_migrations``; in a checkout
+they are the top-level ``migrations/`` folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from ..errors import SchemaError
+from .engine import StoreURL, begin_write, make_engine, parse_url
+from .schema import VERSION_TABLE
+
+__all__ = [
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "migrate",
+    "migrations_dir",
+    "run_locked",
+]
+
+T = TypeVar("T")
+
+# Any fixed 64-bit key: serialises our migrations across PostgreSQL sessions.
+_PG_MIGRATION_LOCK = 0x746F646F5F736573
+
+
+def migrations_dir() -> Path:
+    """Where the migration scripts are: inside the installed package, or the checkout."""
+    packaged = Path(__file__).resolve().parent.parent / "_migrations"
+    if (packaged / "env.py").is_file():
+        return packaged
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise SchemaError("todo_sessions migrations are missing from this installation")
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("path_separator", "os")
+    return config
+
+
+@cache
+def head_revision() -> str:
+    """The newest revision this version of the package knows."""
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise SchemaError(f"expected one migration head, found {heads}")
+    return heads[0]
+
+
+@cache
+def known_revisions() -> frozenset[str]:
+    script = ScriptDirectory.from_config(alembic_config())
+    return frozenset(rev.revision for rev in script.walk_revisions())
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at, or None if our migrations never ran on it."""
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    heads = context.get_current_heads()
+    if len(heads) > 1:
+        raise SchemaError(f"database has several todo_sessions schema heads: {heads}")
+    return heads[0] if heads else None
+
+
+def check_revision(connection: Connection) -> str | None:
+    """Return the current revision; refuse one this version does not know (a newer schema)."""
+    revision = current_revision(connection)
+    if revision is not None and revision not in known_revisions():
+        raise SchemaError(
+            f"database schema revision {revision!r} is unknown to this version of "
+            f"todo_sessions (newest known: {head_revision()!r}); it was migrated by a newer version"
+        )
+    return revision
+
+
+async def run_locked(
+    target: str | URL | StoreURL | AsyncEngine, fn: Callable[[Connection], T]
+) -> T:
+    """Run ``fn(sync_connection)`` in one transaction holding the migration lock."""
+    if isinstance(target, AsyncEngine):
+        return await _run_locked(target, fn)
+    engine = make_engine(target if isinstance(target, StoreURL) else parse_url(target))
+    try:
+        return await _run_locked(engine, fn)
+    finally:
+        await engine.dispose()
+
+
+async def _run_locked(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
+    async with engine.connect() as conn:
+        conn = await begin_write(conn)
+        async with conn.begin():
+            if conn.dialect.name == "postgresql":
+                await conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                )
+            return await conn.run_sync(fn)
+
+
+def _alembic(connection: Connection, action: Callable[..., Any], revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    action(config, revision)
+
+
+def _upgrade(connection: Connection, revision: str = "head") -> str | None:
+    before = check_revision(connection)
+    target = head_revision() if revision == "head" else revision
+    if before != target:
+        _alembic(connection, command.upgrade, revision)
+    return before
+
+
+async def migrate(url: str | URL | AsyncEngine, *, revision: str = "head") -> None:
+    """Bring the database's todo_sessions schema up to ``revision`` (default: the newest).
+
+    Safe to call from a running event loop and from several processes at once; a database
+    already at the revision is left untouched.
+    """
+    await run_locked(url, lambda conn: _upgrade(conn, revision))
+
+
+async def downgrade(url: str | URL | AsyncEngine, *, revision: str) -> None:
+    """Step the schema back to ``revision`` (``"base"`` drops every table we own)."""
+    await run_locked(url, lambda conn: _alembic(conn, command.downgrade, revision))

@@ -1,0 +1,98 @@
+"""Every statement the store runs, built once in SQLAlchemy Core."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, bindparam, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
+
+from .schema import session_events, sessions, store_state
+
+__all__ = [
+    "append_state",
+    "compile_positional",
+    "count_sessions",
+    "insert_events",
+    "insert_session",
+    "select_events",
+    "select_header",
+    "select_store_id",
+    "select_summaries",
+    "update_after_append",
+]
+
+ev = session_events.c
+se = sessions.c
+
+select_store_id = select(store_state.c.store_id).where(store_state.c.id == 1)
+
+append_state = (
+    select(se.next_seq, se.revision, se.incarnation)
+    .where(se.id == bindparam("session_id"))
+    .with_for_update()
+)
+"""The stored next seq, read under a row lock (PostgreSQL; SQLite holds the write lock)."""
+
+insert_events = session_events.insert()
+
+update_after_append = (
+    sessions.update()
+    .where(se.id == bindparam("b_id"))
+    .values(
+        next_seq=bindparam("b_next_seq"),
+        revision=bindparam("b_revision"),
+        updated_at=bindparam("b_updated_at"),
+    )
+)
+
+
+def insert_session(dialect_name: str) -> Insert:
+    """Materialise a session row; a concurrent materialisation wins quietly (then seq decides)."""
+    if dialect_name == "postgresql":
+        return postgresql.insert(sessions).on_conflict_do_nothing(index_elements=["id"])
+    return sqlite.insert(sessions).on_conflict_do_nothing(index_elements=["id"])
+
+
+select_header = select(sessions).where(se.id == bindparam("session_id"))
+
+
+def select_events(*, limit: bool = False, upto: bool = False) -> Select[Any]:
+    """Event rows of one session from ``from_seq``, in seq order (optionally a page)."""
+    query = select(
+        ev.seq, ev.type, ev.time, ev.data, ev.surface_op, ev.source_event_seqs, ev.ignorable
+    ).where(ev.session_id == bindparam("session_id"), ev.seq >= bindparam("from_seq"))
+    if upto:
+        query = query.where(ev.seq < bindparam("upto_seq"))
+    query = query.order_by(ev.seq)
+    if limit:
+        query = query.limit(bindparam("limit"))
+    return query
+
+
+def select_summaries(*, before: bool) -> Select[Any]:
+    query = select(
+        se.id,
+        se.created_at,
+        se.updated_at,
+        se.cwd,
+        se.title,
+        se.next_seq,
+        se.incarnation,
+        se.revision,
+    )
+    if before:
+        query = query.where(
+            tuple_(se.updated_at, se.id) < tuple_(bindparam("b_updated_at"), bindparam("b_id"))
+        )
+    return query.order_by(se.updated_at.desc(), se.id.desc()).limit(bindparam("limit"))
+
+
+count_sessions = select(func.count()).select_from(sessions)
+
+
+def compile_positional(statement: Any, dialect: Any) -> tuple[str, tuple[str, ...]]:
+    """SQL text for a qmark driver and the parameter names in positional order."""
+    compiled = statement.compile(dialect=dialect)
+    return str(compiled), tuple(compiled.positiontup or ())

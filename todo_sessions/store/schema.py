@@ -1,0 +1,111 @@
+"""The tables, defined once (SPEC §7). Only alembic migrations create them.
+
+Every constraint and index is named through ``naming_convention`` so alembic batch mode works
+on SQLite. The append-only triggers live in the migrations (they are DDL alembic does not
+compare); `APPEND_ONLY_MESSAGE` is the text they raise.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    false,
+    text,
+)
+
+__all__ = [
+    "APPEND_ONLY_MESSAGE",
+    "VERSION_TABLE",
+    "metadata",
+    "session_events",
+    "sessions",
+    "store_state",
+]
+
+VERSION_TABLE = "todo_sessions_alembic_version"
+"""Alembic's version table for our history, apart from any host application's."""
+
+APPEND_ONLY_MESSAGE = "session_events rows are append-only"
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(200), nullable=False),
+    Column("format_version", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("cwd", Text, nullable=True),
+    Column("parent_session", String(200), nullable=True),
+    Column("seed_length", BigInteger, nullable=True),
+    Column("origin", Text, nullable=True),
+    Column("delegation_depth", Integer, nullable=False),
+    Column("title", Text, nullable=True),
+    Column("incarnation", String(36), nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("next_seq", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("id"),
+    CheckConstraint("next_seq >= 0", name="next_seq_non_negative"),
+    CheckConstraint("revision >= 0", name="revision_non_negative"),
+    # keyset pagination of list(): newest activity first
+    Index(None, "updated_at", "id"),
+)
+
+session_events = Table(
+    "session_events",
+    metadata,
+    Column(
+        "session_id",
+        String(200),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("seq", BigInteger, nullable=False),
+    Column("type", String(200), nullable=False),
+    Column("time", BigInteger, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("surface_op", Text, nullable=True),
+    Column("source_event_seqs", Text, nullable=True),
+    Column("ignorable", Boolean(create_constraint=False), nullable=False, server_default=false()),
+    PrimaryKeyConstraint("session_id", "seq"),
+    CheckConstraint("seq >= 0", name="seq_non_negative"),
+    # latest event of a type (todo/write) without scanning the session
+    Index(None, "session_id", "type", "seq"),
+    # surface rows only (partial index)
+    Index(
+        "ix_session_events_surface",
+        "session_id",
+        "seq",
+        sqlite_where=text("surface_op IS NOT NULL"),
+        postgresql_where=text("surface_op IS NOT NULL"),
+    ),
+)
+
+store_state = Table(
+    "store_state",
+    metadata,
+    Column("id", Integer, nullable=False),
+    Column("store_id", String(36), nullable=False),
+    PrimaryKeyConstraint("id"),
+    CheckConstraint("id = 1", name="single_row"),
+)

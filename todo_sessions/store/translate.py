@@ -1,0 +1,79 @@
+"""The one place where driver exceptions become todo_sessions errors (SPEC §13).
+
+Most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; everything
+else from the database → `StoreError`. The original exception is always chained.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import exc as sa_exc
+
+from ..errors import SchemaError, StoreBusyError, StoreError, TodoSessionsError
+
+__all__ = ["is_unique_violation", "translate_errors", "translated"]
+
+_BUSY_SQLSTATES = {"40001", "40P01", "55P03", "57014"}
+_MISSING_SQLSTATES = {"42P01", "3F000"}
+
+
+def _driver_error(exc: BaseException) -> BaseException:
+    """The innermost driver exception (SQLAlchemy wraps; the asyncpg adapter wraps again)."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    cause = exc.__cause__
+    if cause is not None and type(cause).__module__.startswith("asyncpg"):
+        return cause
+    return exc
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    return getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+
+
+def is_unique_violation(exc: BaseException) -> bool:
+    """True for a primary-key / unique violation from either backend."""
+    driver = _driver_error(exc)
+    if isinstance(driver, sqlite3.IntegrityError):
+        return "UNIQUE constraint failed" in str(driver)
+    return _sqlstate(driver) == "23505"
+
+
+def translated(exc: BaseException, *, what: str) -> TodoSessionsError:
+    """The todo_sessions error for a driver or SQLAlchemy exception raised while doing ``what``."""
+    driver = _driver_error(exc)
+    message = str(driver).strip().splitlines()[0] if str(driver).strip() else type(driver).__name__
+    state = _sqlstate(driver)
+    if isinstance(driver, sqlite3.OperationalError):
+        lowered = message.lower()
+        if "locked" in lowered or "busy" in lowered:
+            return StoreBusyError(
+                f"{what}: the database stayed locked past the busy timeout ({message})"
+            )
+        if "no such table" in lowered:
+            return SchemaError(f"{what}: the database is not migrated ({message})")
+    if state in _BUSY_SQLSTATES:
+        return StoreBusyError(f"{what}: the database is busy ({message})")
+    if state in _MISSING_SQLSTATES:
+        return SchemaError(f"{what}: the database is not migrated ({message})")
+    if isinstance(driver, OSError | ConnectionError):
+        return StoreError(f"{what}: cannot reach the database ({message})")
+    return StoreError(f"{what}: {type(driver).__name__}: {message}")
+
+
+@contextmanager
+def translate_errors(what: str) -> Iterator[None]:
+    """Re-raise driver and SQLAlchemy errors as todo_sessions errors; ours pass through."""
+    try:
+        yield
+    except TodoSessionsError:
+        raise
+    except (sa_exc.SQLAlchemyError, sqlite3.Error, OSError) as exc:
+        raise translated(exc, what=what) from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith("asyncpg"):
+            raise translated(exc, what=what) from exc
+        raise
