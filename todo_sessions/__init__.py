@@ -4,7 +4,13 @@ Everything a session does is stored as typed events; projections rebuild the tod
 the model's message history from them. See README.md and SPEC.md.
 """
 
-from .core.catalog import EVENT_TYPES, FORMAT_VERSION, EventType, register_event_type, validate_event
+from .core.catalog import (
+    EVENT_TYPES,
+    FORMAT_VERSION,
+    EventType,
+    register_event_type,
+    validate_event,
+)
 from .core.envelope import SessionEvent, SurfaceOp, SurfaceReplace
 from .core.header import SessionHeader
 from .core.messages import (

@@ -73,7 +73,7 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
         ):
             return SurfaceReplace(value["start"], value["end"])
     _fail(
-        f"{_label(event_type, seq)}: surfaceOp must be \"append\" or "
+        f'{_label(event_type, seq)}: surfaceOp must be "append" or '
         f'{{"op": "replace", "start": int, "end": int}}, got {value!r}',
         event_type=event_type,
         seq=seq,

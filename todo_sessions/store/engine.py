@@ -82,7 +82,9 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
         return StoreURL(parsed.set(database=str(path)), "sqlite", path)
     if backend in ("postgresql", "postgres"):
         return StoreURL(parsed.set(drivername="postgresql+asyncpg"), "postgresql", None)
-    raise ValueError(f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql")
+    raise ValueError(
+        f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
+    )
 
 
 def sqlite_pragmas(options: SQLiteOptions, *, memory: bool) -> list[str]:

@@ -281,11 +281,11 @@ class SessionStore:
             await conn.execute(
                 q.update_after_append,
                 {
-                "b_next_seq": new_next,
-                "b_revision": revision + 1,
-                "b_updated_at": now,
-                "b_id": session_id,
-            },
+                    "b_next_seq": new_next,
+                    "b_revision": revision + 1,
+                    "b_updated_at": now,
+                    "b_id": session_id,
+                },
             )
         return incarnation, revision + 1, new_next
 
@@ -329,7 +329,7 @@ class SessionStore:
         if limit is not None:
             params["limit"] = limit
         result = await conn.execute(q.select_events(limit=limit is not None), params)
-        events = rows_to_events(session_id, result.tuples(), expect_seq=from_seq)
+        events = rows_to_events(session_id, result.all(), expect_seq=from_seq)
         expected_end = next_seq if limit is None else min(next_seq, from_seq + limit)
         if from_seq < expected_end and len(events) != expected_end - from_seq:
             missing = from_seq + len(events)
@@ -479,4 +479,3 @@ class _Conn:
         finally:
             if self._lock is not None:
                 self._lock.release()
-

@@ -1,0 +1,116 @@
+"""Shared fixtures: one store contract suite, run against every backend.
+
+Backends: ``sqlite-file`` (a fresh file per test), ``sqlite-memory`` and ``postgres``. The
+PostgreSQL backend needs ``TODO_SESSIONS_PG_URL`` (a server URL; skipped when unset); each test
+run creates its own database there and drops it at the end, so runs never see each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from todo_sessions import SessionStore
+from todo_sessions.store.schema import sessions
+
+PG_ENV = "TODO_SESSIONS_PG_URL"
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_admin(url: str, statement: str) -> None:
+    """Run one statement on the server (in a thread, so it works inside a running loop too)."""
+    import asyncpg
+
+    async def run() -> None:
+        conn = await asyncpg.connect(_asyncpg_dsn(url))
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run()).result()
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        pytest.skip(f"{PG_ENV} is not set")
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_database_url(pg_server_url: str) -> Iterator[str]:
+    """A database of this test run's own, dropped at the end."""
+    name = f"todo_sessions_test_{os.getpid()}_{secrets.token_hex(4)}"
+    _pg_admin(pg_server_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield (
+            make_url(pg_server_url)
+            .set(drivername="postgresql+asyncpg", database=name)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        _pg_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
+    """An empty PostgreSQL database of this test's own (for migration tests)."""
+    name = f"todo_sessions_mig_{os.getpid()}_{secrets.token_hex(4)}"
+    _pg_admin(pg_server_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield (
+            make_url(pg_server_url)
+            .set(drivername="postgresql+asyncpg", database=name)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        _pg_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _empty_pg(url: str) -> None:
+    async with SessionStore(url) as store:
+        await store.run_sync(lambda conn: conn.execute(sessions.delete()), write=True)
+
+
+def _url_for(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+    if backend == "sqlite-file":
+        return f"sqlite:///{tmp_path}/sessions.db"
+    if backend == "sqlite-memory":
+        return "sqlite://"
+    return request.getfixturevalue("pg_database_url")
+
+
+@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgres"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+    """A database URL for each backend, empty at the start of the test."""
+    url = _url_for(request.param, request, tmp_path)
+    if request.param == "postgres":
+        await _empty_pg(url)
+    return url
+
+
+@pytest.fixture(params=["sqlite-file", "postgres"])
+async def shared_db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+    """Like ``db_url`` but only backends several stores/processes can share."""
+    url = _url_for(request.param, request, tmp_path)
+    if request.param == "postgres":
+        await _empty_pg(url)
+    return url
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[SessionStore]:
+    async with SessionStore(db_url) as opened:
+        yield opened

@@ -1,0 +1,62 @@
+"""Small builders of valid events for store tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from todo_sessions import SessionEvent, SessionHeader
+
+T0 = 1_764_000_000_000
+
+
+def header(session_id: str = "s1", **fields: Any) -> SessionHeader:
+    fields.setdefault("created_at", T0)
+    return SessionHeader(id=session_id, **fields)
+
+
+def user_message(seq: int, text: str = "hello") -> SessionEvent:
+    return SessionEvent(
+        "user/message",
+        seq,
+        T0 + seq,
+        {
+            "id": f"u{seq}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        },
+        surface_op="append",
+    )
+
+
+def todo_write(seq: int, *items: tuple[str, str]) -> SessionEvent:
+    todos = [{"content": c, "status": s} for c, s in items]
+    return SessionEvent("todo/write", seq, T0 + seq, {"todos": todos})
+
+
+def turn(start: int, number: int = 1, *, text: str = "hi") -> list[SessionEvent]:
+    """A complete small turn starting at seq ``start``: 6 events."""
+    s = start
+    return [
+        SessionEvent("turn/start", s, T0 + s, {"turn": number}),
+        user_message(s + 1, text),
+        todo_write(s + 2, ("plan", "in_progress")),
+        SessionEvent("step/start", s + 3, T0 + s + 3, {"turn": number, "step": 1}),
+        SessionEvent("step/end", s + 4, T0 + s + 4, {"turn": number, "step": 1}),
+        SessionEvent(
+            "turn/end", s + 5, T0 + s + 5, {"turn": number, "reason": {"kind": "completed"}}
+        ),
+    ]
+
+
+def chunks(start: int, count: int, *, text: str = "x" * 40) -> list[SessionEvent]:
+    """``count`` assistant chunks from seq ``start`` (payload sizes like a real stream)."""
+    return [
+        SessionEvent(
+            "assistant/chunk",
+            start + i,
+            T0 + start + i,
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}},
+        )
+        for i in range(count)
+    ]
