@@ -7,7 +7,6 @@ through the log is byte-exact. ``event.data`` is a deep frozen view of that payl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -62,16 +61,15 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
     """Accept ``None``, ``"append"``, a `SurfaceReplace` or its wire dict."""
     if value is None or value == "append" or isinstance(value, SurfaceReplace):
         return value
-    if isinstance(value, Mapping):
-        if (
-            set(value) == {"op", "start", "end"}
-            and value["op"] == "replace"
-            and _is_int(value["start"])
-            and _is_int(value["end"])
-            and 0 <= value["start"] <= MAX_INT
-            and 0 <= value["end"] <= MAX_INT
-        ):
-            return SurfaceReplace(value["start"], value["end"])
+    if isinstance(value, Mapping) and (
+        set(value) == {"op", "start", "end"}
+        and value["op"] == "replace"
+        and _is_int(value["start"])
+        and _is_int(value["end"])
+        and 0 <= value["start"] <= MAX_INT
+        and 0 <= value["end"] <= MAX_INT
+    ):
+        return SurfaceReplace(value["start"], value["end"])
     _fail(
         f'{_label(event_type, seq)}: surfaceOp must be "append" or '
         f'{{"op": "replace", "start": int, "end": int}}, got {value!r}',
@@ -381,16 +379,3 @@ class SessionEvent:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SessionEvent.from_json, (self.to_json(),))
-
-
-def decode_surface_op(text: str | None) -> SurfaceOp | None:
-    """Stored ``surface_op`` column text back to a surface op (raises ValueError if malformed)."""
-    if text is None:
-        return None
-    value = json.loads(text)
-    if value == "append":
-        return "append"
-    op = parse_surface_op(value)
-    if op is None:
-        raise ValueError(f"malformed surfaceOp {text!r}")
-    return op

@@ -20,13 +20,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..errors import SchemaError
 from .engine import StoreURL, begin_write, make_engine, parse_url
-from .schema import VERSION_TABLE
+from .schema import VERSION_TABLE, metadata
 
 __all__ = [
     "current_revision",
@@ -96,6 +96,16 @@ def check_revision(connection: Connection) -> str | None:
     return revision
 
 
+def check_not_foreign(connection: Connection) -> None:
+    """Refuse a database that has tables with our names that our migrations did not create."""
+    existing = set(inspect(connection).get_table_names()) & set(metadata.tables)
+    if existing and current_revision(connection) is None:
+        raise SchemaError(
+            f"the database already has table(s) {sorted(existing)} that todo_sessions did not "
+            "create; use another database (or schema) for todo_sessions"
+        )
+
+
 async def run_locked(
     target: str | URL | StoreURL | AsyncEngine, fn: Callable[[Connection], T]
 ) -> T:
@@ -128,6 +138,8 @@ def _alembic(connection: Connection, action: Callable[..., Any], revision: str) 
 
 def _upgrade(connection: Connection, revision: str = "head") -> str | None:
     before = check_revision(connection)
+    if before is None:
+        check_not_foreign(connection)
     target = head_revision() if revision == "head" else revision
     if before != target:
         _alembic(connection, command.upgrade, revision)

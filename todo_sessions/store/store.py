@@ -31,7 +31,7 @@ from ..errors import (
 from . import queries as q
 from .codec import check_format_version, event_row, header_from_row, header_row, rows_to_events
 from .engine import SQLiteOptions, StoreURL, begin_write, make_engine, parse_url
-from .migrate import _upgrade, check_revision, head_revision, run_locked
+from .migrate import _upgrade, check_not_foreign, check_revision, head_revision, run_locked
 from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
 from .sqlite import AppendOutcome, SQLiteWriter, _new_session_values, check_batch_start
@@ -148,6 +148,8 @@ class SessionStore:
     async def _prepare_schema(self, engine: AsyncEngine) -> None:
         async with engine.connect() as conn:
             revision = await conn.run_sync(check_revision)
+            if revision is None:
+                await conn.run_sync(check_not_foreign)
         if revision == head_revision():
             return
         if not self._migrate:
@@ -325,16 +327,28 @@ class SessionStore:
         from_seq: int,
         limit: int | None = None,
     ) -> list[SessionEvent]:
-        params: dict[str, Any] = {"session_id": session_id, "from_seq": from_seq}
+        """Events ``from_seq`` up to the ``next_seq`` read in this same transaction.
+
+        The upper bound makes the result consistent with the session row even where each
+        statement sees a newer snapshot (PostgreSQL's READ COMMITTED): rows committed after
+        the session row was read are left for the next read.
+        """
+        params: dict[str, Any] = {
+            "session_id": session_id,
+            "from_seq": from_seq,
+            "upto_seq": next_seq,
+        }
         if limit is not None:
             params["limit"] = limit
-        result = await conn.execute(q.select_events(limit=limit is not None), params)
+        result = await conn.execute(q.select_events(limit=limit is not None, upto=True), params)
         events = rows_to_events(session_id, result.all(), expect_seq=from_seq)
         expected_end = next_seq if limit is None else min(next_seq, from_seq + limit)
         if from_seq < expected_end and len(events) != expected_end - from_seq:
             missing = from_seq + len(events)
             raise CorruptSessionError(
-                session_id, missing, f"seq {missing} is missing (the stored log has a gap)"
+                session_id,
+                missing,
+                f"seq {missing} is missing (the session's next seq is {next_seq})",
             )
         return events
 

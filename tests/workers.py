@@ -1,0 +1,106 @@
+"""Child processes for the multi-process tests: ``python workers.py MODE URL NAME GO_FILE ...``.
+
+Each waits for GO_FILE to appear (so all children start together), does its work, and prints
+one JSON line with what the store acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import contextlib
+
+from factories import T0, header
+
+from todo_sessions import (
+    SeqConflictError,
+    SessionEvent,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionStore,
+)
+
+
+def wait_for(go: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("GO file never appeared")
+        time.sleep(0.005)
+
+
+async def open_fresh(url: str, name: str) -> dict[str, object]:
+    async with SessionStore(url) as store:
+        await store.create(header(name))
+        await store.append(name, [SessionEvent("request/context", 0, T0, {"by": name})])
+        return {"name": name, "sessions": len(await store.list(limit=1000))}
+
+
+async def race(url: str, name: str, session: str, attempts: int) -> dict[str, object]:
+    """Try ``attempts`` single-event appends at the next seq of a shared session."""
+    won: list[int] = []
+    conflicts = 0
+    async with SessionStore(url) as store:
+        with contextlib.suppress(SessionExistsError):
+            await store.create(header(session))
+        for _ in range(attempts):
+            try:
+                seq = len(await store.read_from(session))
+            except SessionNotFoundError:
+                seq = 0  # not materialised yet
+            event = SessionEvent("request/context", seq, T0, {"by": name, "seq": seq})
+            try:
+                await store.append(session, [event])
+                won.append(seq)
+            except SeqConflictError:
+                conflicts += 1
+    return {"name": name, "won": won, "conflicts": conflicts}
+
+
+async def many(url: str, name: str, tasks: int, seconds: float) -> dict[str, object]:
+    """``tasks`` tasks appending to their own sessions for ``seconds``."""
+    acked: dict[str, int] = {}
+    async with SessionStore(url) as store:
+
+        async def task(i: int) -> None:
+            session = f"{name}-t{i}"
+            await store.create(header(session))
+            seq = 0
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                batch = [
+                    SessionEvent("request/context", seq + k, T0, {"task": i, "k": k})
+                    for k in range(1 + seq % 3)
+                ]
+                await store.append(session, batch)
+                seq += len(batch)
+                acked[session] = seq
+
+        await asyncio.gather(*(task(i) for i in range(tasks)))
+    return {"name": name, "acked": acked}
+
+
+def main() -> None:
+    mode, url, name, go = sys.argv[1:5]
+    rest = sys.argv[5:]
+    wait_for(Path(go))
+    if mode == "open":
+        result = asyncio.run(open_fresh(url, name))
+    elif mode == "race":
+        result = asyncio.run(race(url, name, rest[0], int(rest[1])))
+    elif mode == "many":
+        result = asyncio.run(many(url, name, int(rest[0]), float(rest[1])))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    print(json.dumps({**result, "pid": os.getpid()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Crash repair (SPEC §8): the events that close a turn left open when a process died.
+
+For a log whose last turn is open, `interrupted_turn_closers` returns, in order:
+
+1. one error ``tool/result`` (surfaceOp ``"append"``) per unanswered tool call of the open turn,
+   in call order: ``TOOL_OUTCOME_UNKNOWN`` (citing its ``tool/call``) when the call started,
+   ``TOOL_NOT_STARTED`` (citing nothing) when only the assistant's tool-call block exists;
+2. ``step/end`` if a step is open;
+3. ``turn/end`` with reason ``{"kind": "interrupted"}``.
+
+The closers are a pure function of the log and the session id: seqs continue the log, ``time``
+is the last event's, message ids are derived from the session id and seqs. So ``load`` appends
+exactly what ``inspect`` showed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .envelope import SessionEvent
+from .structure import NOT_STARTED_CODE, OpenCall, StructureChecker
+
+__all__ = [
+    "NOT_STARTED_ERROR",
+    "OUTCOME_UNKNOWN_ERROR",
+    "interrupted_turn_closers",
+]
+
+OUTCOME_UNKNOWN_ERROR: dict[str, str] = {
+    "name": "ToolOutcomeUnknownError",
+    "code": "TOOL_OUTCOME_UNKNOWN",
+}
+NOT_STARTED_ERROR: dict[str, str] = {"name": "ToolNotStartedError", "code": NOT_STARTED_CODE}
+
+_RETRY_ADVICE = (
+    "retry only if the operation is read-only or idempotent; if it may have side effects, "
+    "first verify external state or ask the user"
+)
+
+
+def _label(call: OpenCall) -> str:
+    return f"tool call {call.name!r} ({call.call_id})" if call.name else f"tool call {call.call_id}"
+
+
+def _result_text(call: OpenCall) -> str:
+    if call.call_seq is not None:
+        return (
+            f"The outcome of {_label(call)} is unknown: the session "
+            "was interrupted before it reported a result, so it may or may not have taken "
+            f"effect; {_RETRY_ADVICE}."
+        )
+    return (
+        f"The {_label(call)} was interrupted before it started; it did not run and may be retried."
+    )
+
+
+def _closing_result(call: OpenCall, *, session_id: str, seq: int, time: int) -> SessionEvent:
+    started = call.call_seq is not None
+    data: dict[str, Any] = {
+        "turn": call.turn,
+        "step": call.step,
+        "message": {
+            "id": f"{session_id}:repair:{seq}",
+            "role": "user",
+            "source": {"kind": "tool", "callId": call.call_id},
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": call.call_id,
+                    "content": [{"type": "text", "text": _result_text(call)}],
+                    "isError": True,
+                }
+            ],
+        },
+        "error": dict(OUTCOME_UNKNOWN_ERROR if started else NOT_STARTED_ERROR),
+    }
+    return SessionEvent(
+        "tool/result",
+        seq,
+        time,
+        data,
+        surface_op="append",
+        source_event_seqs=[call.call_seq] if call.call_seq is not None else None,
+    )
+
+
+def interrupted_turn_closers(
+    events: Sequence[SessionEvent], *, session_id: str
+) -> list[SessionEvent]:
+    """The events that close the log's open last turn (SPEC §8); ``[]`` if no turn is open.
+
+    Works on logs written without strict mode too (the turn/step state is read leniently); the
+    closers pass `validate_event` and `check_structure` when the log itself is well structured.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+    state = StructureChecker()
+    for event in events:
+        state.advance(event)
+    turn = state.open_turn
+    if turn is None or not events:
+        return []
+    last = events[-1]
+    seq, time = last.seq + 1, last.time
+    closers: list[SessionEvent] = []
+    for call in state.unanswered_calls():
+        closers.append(_closing_result(call, session_id=session_id, seq=seq, time=time))
+        seq += 1
+    if state.open_step is not None:
+        closers.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": state.open_step}))
+        seq += 1
+    closers.append(
+        SessionEvent("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}})
+    )
+    return closers

@@ -1,0 +1,240 @@
+"""The surface (SPEC §4): which events the model sees, in order, and the derived message list.
+
+Surface events carry a ``surfaceOp``. ``"append"`` puts the event at the end of the surface;
+``{"op": "replace", "start": a, "end": b}`` removes the span ``a..b`` (seqs of nodes currently on
+the surface, ``a`` at or before ``b``) and puts the event in its place. A replacement must cite
+every node it removes in ``sourceEventSeqs``. Replaced events stay in the log; they only stop
+being derived.
+
+`SurfaceState` folds events one at a time (a live session keeps one); `fold_surface` and
+`derive_messages` fold a whole log with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from ..errors import InvalidEventError
+from .catalog import EVENT_TYPES
+from .envelope import SessionEvent, SurfaceReplace
+from .messages import AssistantMessage, Message, UserMessage
+
+__all__ = [
+    "Replacement",
+    "SurfaceFold",
+    "SurfaceState",
+    "derive_messages",
+    "fold_surface",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """One applied replace: event ``seq`` took the place of surface nodes ``start..end``.
+
+    ``removed`` holds the seqs of the removed nodes, in surface order.
+    """
+
+    seq: int
+    start: int
+    end: int
+    removed: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceFold:
+    """The result of `fold_surface`: the surface seqs in order and the replacements applied."""
+
+    seqs: tuple[int, ...]
+    replacements: tuple[Replacement, ...]
+
+
+def _where(event: SessionEvent) -> str:
+    return f"event {event.type!r} (seq {event.seq})"
+
+
+def _fail(event: SessionEvent, message: str, field: str) -> NoReturn:
+    raise InvalidEventError(
+        f"{_where(event)}: {message}", event_type=event.type, seq=event.seq, field=field
+    )
+
+
+def _is_eligible(event: SessionEvent) -> bool:
+    """Surface-eligible: a registered type marked ``surface``, or an unknown ignorable type.
+
+    An unknown type kept because it is ``ignorable`` may come from a newer writer; if it carries
+    a surface op it takes its place on the surface (so later replaces can name it) but yields no
+    message.
+    """
+    entry = EVENT_TYPES.get(event.type)
+    if entry is None:
+        return event.ignorable
+    return entry.surface
+
+
+def _build_message(event: SessionEvent) -> Message | None:
+    """The message a surface node contributes, or None (empty assistant message, other types)."""
+    try:
+        if event.type == "user/message":
+            return UserMessage.model_validate(event.data)
+        if event.type == "assistant/message":
+            message = event.data["message"]
+            if not message.get("content"):
+                return None
+            return AssistantMessage.model_validate(message)
+        if event.type == "tool/result":
+            return UserMessage.model_validate(event.data["message"])
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        detail = (
+            exc.errors(include_url=False)[0]["msg"]
+            if isinstance(exc, ValidationError)
+            else f"missing or malformed message ({type(exc).__name__}: {exc})"
+        )
+        _fail(event, f"cannot build its message: {detail}", "data")
+    return None
+
+
+class SurfaceState:
+    """The surface folded so far; `apply` one event at a time.
+
+    `apply` checks the SPEC §4 rules that need the surface (replace endpoints and citations,
+    eligibility) and raises `InvalidEventError` without changing anything when they fail. Each
+    node's message is built once, when it is applied; appends cost O(1), a replace rebuilds the
+    ordered lists (O(surface)).
+
+    ``build_messages=False`` skips building messages (for `fold_surface`, which only needs seqs).
+    """
+
+    __slots__ = ("_build", "_index", "_messages", "_nodes", "_order", "_replacements")
+
+    def __init__(self, *, build_messages: bool = True) -> None:
+        self._build = build_messages
+        self._order: list[int] = []
+        """Surface seqs in order."""
+        self._index: dict[int, int] = {}
+        """Surface seq -> its position in ``_order``."""
+        self._nodes: dict[int, Message | None] = {}
+        """Surface seq -> the message it contributes (None: contributes nothing)."""
+        self._messages: list[Message] = []
+        """The derived messages, in surface order."""
+        self._replacements: list[Replacement] = []
+
+    # -- views ----------------------------------------------------------------------------------
+
+    @property
+    def seqs(self) -> tuple[int, ...]:
+        """The seqs of the events on the surface, in surface order."""
+        return tuple(self._order)
+
+    @property
+    def replacements(self) -> tuple[Replacement, ...]:
+        """Every replace applied so far, in log order."""
+        return tuple(self._replacements)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._index
+
+    def messages(self) -> list[Message]:
+        """The derived message list (a fresh list; the message models are shared, immutable)."""
+        if not self._build:
+            raise RuntimeError("this SurfaceState was created with build_messages=False")
+        return list(self._messages)
+
+    # -- folding --------------------------------------------------------------------------------
+
+    def apply(self, event: SessionEvent) -> None:
+        """Fold one event. Events without ``surfaceOp`` are not on the surface and are ignored.
+
+        Raises `InvalidEventError` (field ``surfaceOp`` or ``sourceEventSeqs``) and changes
+        nothing when the event breaks a surface rule.
+        """
+        op = event.surface_op
+        if op is None and event.source_event_seqs is None:
+            return
+        if not _is_eligible(event):
+            field = "surfaceOp" if op is not None else "sourceEventSeqs"
+            _fail(
+                event,
+                f"may not carry {field}: only surface events "
+                "(user/message, assistant/message, tool/result) do",
+                field,
+            )
+        if op is None:
+            return
+        if event.seq in self._index:
+            _fail(event, f"seq {event.seq} is already on the surface", "surfaceOp")
+        if op == "append":
+            message = _build_message(event) if self._build else None
+            self._index[event.seq] = len(self._order)
+            self._order.append(event.seq)
+            self._nodes[event.seq] = message
+            if message is not None:
+                self._messages.append(message)
+            return
+        assert isinstance(op, SurfaceReplace)
+        first, last = self._check_replace(event, op)
+        message = _build_message(event) if self._build else None
+        removed = tuple(self._order[first : last + 1])
+        self._order[first : last + 1] = [event.seq]
+        for seq in removed:
+            del self._index[seq]
+            del self._nodes[seq]
+        for position in range(first, len(self._order)):
+            self._index[self._order[position]] = position
+        self._nodes[event.seq] = message
+        if self._build:
+            self._messages = [m for m in map(self._nodes.__getitem__, self._order) if m is not None]
+        self._replacements.append(Replacement(event.seq, op.start, op.end, removed))
+
+    def _check_replace(self, event: SessionEvent, op: SurfaceReplace) -> tuple[int, int]:
+        """Positions of the span a replace removes, after checking endpoints and citations."""
+        first = self._index.get(op.start)
+        if first is None:
+            _fail(event, f"surface replace: start seq {op.start} not found in surface", "surfaceOp")
+        last = self._index.get(op.end)
+        if last is None:
+            _fail(event, f"surface replace: end seq {op.end} not found in surface", "surfaceOp")
+        if first > last:
+            _fail(
+                event,
+                f"surface replace: start seq {op.start} comes after end seq {op.end} "
+                "in surface order",
+                "surfaceOp",
+            )
+        cited = set(event.source_event_seqs or ())
+        missing = [seq for seq in self._order[first : last + 1] if seq not in cited]
+        if missing:
+            _fail(
+                event,
+                f"surface replace of {op.start}..{op.end} must cite every node it removes "
+                f"in sourceEventSeqs; missing {missing}",
+                "sourceEventSeqs",
+            )
+        return first, last
+
+
+def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:
+    """The ordered surface seqs of a log and the replacements applied (SPEC §4)."""
+    state = SurfaceState(build_messages=False)
+    for event in events:
+        state.apply(event)
+    return SurfaceFold(state.seqs, state.replacements)
+
+
+def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
+    """The message list the model sees: each surface node's message, in surface order.
+
+    ``user/message`` gives its data, ``assistant/message`` its ``data.message`` (nothing when
+    its content is empty), ``tool/result`` its ``data.message``. Nothing else ever appears.
+    """
+    state = SurfaceState()
+    for event in events:
+        state.apply(event)
+    return state.messages()
