@@ -17,11 +17,16 @@ def revision_token(store_id: str, incarnation: str, revision: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoredLog:
-    """A session's header, its events (``events[i].seq == i`` when read whole) and revision."""
+    """A session's header, its events (``events[i].seq == i`` when read whole) and revision.
+
+    From `SessionStore.inspect` / `SessionStore.load`, ``events`` ends with the ``closers`` of
+    an interrupted turn (held in memory by ``inspect``, stored by ``load``).
+    """
 
     header: SessionHeader
     events: tuple[SessionEvent, ...]
     revision: str
+    closers: tuple[SessionEvent, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ exception at this boundary (`translate_errors`). Transactions are short and neve
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ..core.catalog import validate_event
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
+from ..core.structure import StructureChecker
 from ..errors import (
     CorruptSessionError,
     SchemaError,
@@ -36,6 +38,7 @@ from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
 from .sqlite import AppendOutcome, SQLiteWriter, _new_session_values, check_batch_start
 from .translate import is_unique_violation, translate_errors
+from .views import LogViews
 
 __all__ = ["SessionStore", "default_url"]
 
@@ -63,7 +66,7 @@ def _check_seq_arg(name: str, value: int) -> None:
         raise ValueError(f"{name} must be >= 0, got {value}")
 
 
-class SessionStore:
+class SessionStore(LogViews):
     """The append-only session log.
 
     ``SessionStore(url)`` takes a SQLAlchemy-style URL (``sqlite:///path``,
@@ -100,6 +103,7 @@ class SessionStore:
         self._writer: SQLiteWriter | None = None
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}
+        self._checkers: dict[str, StructureChecker] = {}
         self._open_lock = asyncio.Lock()
         # An in-memory SQLite database is one connection: serialise everything on it.
         self._memory_lock = asyncio.Lock() if self._target.memory else None
@@ -235,6 +239,7 @@ class SessionStore:
                     f"seq {batch[offset - 1].seq}",
                 )
             validate_event(event)
+        checker = await self._strict_checker(session_id, batch) if self.strict else None
         rows = [event_row(session_id, e) for e in batch]
         pending = self._pending.get(session_id)
         header = header_row(pending) if pending is not None else None
@@ -257,7 +262,32 @@ class SessionStore:
                 raise
         if pending is not None:
             self._pending.pop(session_id, None)
+        if checker is not None:
+            self._checkers[session_id] = checker
         return self._token(incarnation, revision)
+
+    async def _strict_checker(
+        self, session_id: str, batch: Sequence[SessionEvent]
+    ) -> StructureChecker | None:
+        """Strict mode: the structure state after ``batch`` (raises `StructureError`).
+
+        The state at the end of the stored log is cached per session after each append through
+        this store; on a miss (first use, or another writer appended) it is rebuilt by reading
+        the log once. A batch that does not start at the known next seq is left to the seq
+        check, which reports it as a `SeqConflictError`.
+        """
+        cached = self._checkers.get(session_id)
+        if cached is None or cached.next_seq != batch[0].seq:
+            cached = StructureChecker()
+            if session_id not in self._pending:
+                for event in await self.read_from(session_id):
+                    cached.advance(event)
+        if cached.next_seq != batch[0].seq:
+            return None
+        checker = copy.deepcopy(cached)
+        for event in batch:
+            checker.apply(event)
+        return checker
 
     async def _append_core(
         self,
@@ -295,6 +325,7 @@ class SessionStore:
         """Remove a session and all its events (the only way rows ever leave)."""
         engine = await self._ready()
         pending = self._pending.pop(session_id, None)
+        self._checkers.pop(session_id, None)
         with translate_errors(f"deleting session {session_id!r}"):
             async with self._write_conn(engine) as conn:
                 result = await conn.execute(sessions.delete().where(sessions.c.id == session_id))
