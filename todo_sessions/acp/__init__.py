@@ -1,0 +1,8 @@
+"""Agent Client Protocol bridge (SPEC §10): event → ``session/update`` mapping and the agent.
+
+Every SDK type is imported in `todo_sessions.acp._sdk` only.
+"""
+
+from .mapping import event_to_updates, replay_updates, todos_to_plan, update_to_wire
+
+__all__ = ["event_to_updates", "replay_updates", "todos_to_plan", "update_to_wire"]

@@ -1,0 +1,89 @@
+"""The one place that imports the official ACP SDK (``agent-client-protocol``, ``import acp``).
+
+Everything else in `todo_sessions.acp` uses the names defined here, so a rename or move in
+the SDK touches this file only. Pinned range: ``agent-client-protocol>=0.12,<0.13`` (ACP
+protocol version 1, schema v1.19).
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, spawn_agent_process
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    SessionNotification,
+)
+from acp.schema import AgentMessageChunk as AgentMessageChunk
+from acp.schema import AgentPlanUpdate as PlanUpdate
+from acp.schema import AgentThoughtChunk as AgentThoughtChunk
+from acp.schema import ContentToolCallContent as ToolCallContent
+from acp.schema import ImageContentBlock as ImageContent
+from acp.schema import PlanEntry as PlanEntry
+from acp.schema import TextContentBlock as TextContent
+from acp.schema import ToolCallProgress as ToolCallProgress
+from acp.schema import ToolCallStart as ToolCallStart
+from acp.schema import ToolKind as ToolKind
+from acp.schema import UserMessageChunk as UserMessageChunk
+from pydantic import BaseModel
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "TOOL_KINDS",
+    "Agent",
+    "AgentCapabilities",
+    "AgentMessageChunk",
+    "AgentThoughtChunk",
+    "Client",
+    "ContentBlock",
+    "ImageContent",
+    "Implementation",
+    "InitializeResponse",
+    "LoadSessionResponse",
+    "NewSessionResponse",
+    "PlanEntry",
+    "PlanUpdate",
+    "PromptResponse",
+    "RequestError",
+    "SessionNotification",
+    "SessionUpdate",
+    "TextContent",
+    "ToolCallContent",
+    "ToolCallProgress",
+    "ToolCallStart",
+    "ToolKind",
+    "UserMessageChunk",
+    "run_agent",
+    "spawn_agent_process",
+    "wire_dump",
+]
+
+ContentBlock = TextContent | ImageContent
+"""The ACP content blocks the mapping produces."""
+
+SessionUpdate = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | PlanUpdate
+)
+"""The ``session/update`` variants the mapping produces (a subset of the SDK's union)."""
+
+TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+"""Every value the SDK accepts for a tool call's ``kind``."""
+
+
+def wire_dump(model: BaseModel) -> dict[str, Any]:
+    """Serialise an SDK model exactly as the SDK puts its params on the wire.
+
+    Mirrors ``acp.utils.serialize_params`` (used for every request and notification):
+    JSON mode, camelCase aliases, ``None`` and default-valued fields left out.
+    """
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
