@@ -18,7 +18,7 @@ from .core.catalog import EVENT_TYPES, validate_event
 from .core.envelope import SessionEvent, SurfaceOp
 from .core.header import SessionHeader
 from .core.messages import Message
-from .core.structure import StructureChecker
+from .core.structure import OpenCall, StructureChecker
 from .core.surface import SurfaceState
 from .core.todos import TodoItem, todos_from_payload
 from .errors import InvalidEventError
@@ -114,6 +114,10 @@ class Session:
     @property
     def open_step(self) -> int | None:
         return self._structure.open_step
+
+    def unanswered_calls(self) -> tuple[OpenCall, ...]:
+        """Tool calls of the open turn that have no result yet, in call order."""
+        return self._structure.unanswered_calls()
 
     def derive_messages(self) -> list[Message]:
         """The model's message history (surface events only)."""

@@ -1,0 +1,1 @@
+"""The agent side: the model interface, the scripted model and the agent loop."""

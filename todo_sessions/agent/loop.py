@@ -1,0 +1,381 @@
+"""`AgentLoop`: one user request through the model and the tools, recorded as events (SPEC §5).
+
+A turn is ``turn/start``, the ``user/message``, then steps: ``step/start``, the model's
+``assistant/chunk`` stream and its ``assistant/message`` (citing the chunks), then for each tool
+call a ``tool/call``, the tool, and a ``tool/result`` (citing the call), then ``step/end``;
+repeated while the model asks for tools (up to ``max_steps``), then ``turn/end``.
+
+The model is shown exactly ``session.derive_messages()``. Checkpoints (``checkpoint(name)``) let
+a persistence layer flush: ``"before-model"`` before each model call, ``"before-tool"`` after a
+``tool/call`` and before the tool body runs, ``"turn-end"`` after ``turn/end``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..session import Session
+from ..tools.base import ToolContext, ToolResult
+from ..tools.registry import ToolRegistry
+from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta
+
+__all__ = ["AgentLoop", "Checkpoint", "TurnOutcome"]
+
+logger = logging.getLogger("todo_sessions.agent")
+
+Checkpoint = Callable[[str], Awaitable[None]]
+
+CANCELLED_ERROR = {"name": "ToolCancelledError", "code": "TOOL_CANCELLED"}
+TOOL_ERROR = {"name": "ToolError", "code": "TOOL_ERROR"}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: ``reason`` is the ``turn/end`` kind."""
+
+    turn: int
+    reason: str
+    steps: int
+    text: str
+    """The text of the last assistant message."""
+
+
+async def _no_checkpoint(name: str) -> None:
+    return None
+
+
+class _Aborted(Exception):
+    """The turn was cancelled through `AgentLoop.cancel`."""
+
+
+class AgentLoop:
+    """Drives turns of ``session`` with ``model`` and the ``tools`` registry."""
+
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        tools: ToolRegistry,
+        *,
+        max_steps: int = 20,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        self.session = session
+        self.model = model
+        self.tools = tools
+        self.max_steps = max_steps
+        self._checkpoint = checkpoint or _no_checkpoint
+        self._cancel = asyncio.Event()
+
+    def cancel(self) -> None:
+        """Abort the running turn: the current model stream or tool stops, the turn ends
+        ``aborted``, and `run_turn` returns."""
+        self._cancel.set()
+
+    async def run_turn(self, prompt: str | Sequence[dict[str, Any]]) -> TurnOutcome:
+        """Run one turn for ``prompt`` (text, or content blocks) and return how it ended."""
+        if self.session.open_turn is not None:
+            raise RuntimeError(
+                f"session {self.session.id!r} already has turn {self.session.open_turn} open"
+            )
+        self._cancel.clear()
+        turn = _last_turn(self.session) + 1
+        append = self.session.append
+        append("turn/start", {"turn": turn})
+        content = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+        append(
+            "user/message",
+            {
+                "id": f"{self.session.id}:u{turn}",
+                "role": "user",
+                "content": content,
+                "source": {"kind": "user"},
+            },
+            surface_op="append",
+        )
+        step = 0
+        text = ""
+        reason: dict[str, Any] = {"kind": "completed"}
+        try:
+            while True:
+                if step == self.max_steps:
+                    reason = {
+                        "kind": "error",
+                        "error": {"message": f"stopped after {step} steps", "code": "MAX_STEPS"},
+                    }
+                    break
+                step += 1
+                append("step/start", {"turn": turn, "step": step})
+                text, calls, finish = await self._model_step(turn, step)
+                for call in calls:
+                    await self._tool_step(turn, step, call)
+                append("step/end", {"turn": turn, "step": step})
+                if finish.reason == "max-tokens":
+                    reason = {"kind": "max-tokens"}
+                    break
+                if not calls:
+                    break
+        except _Aborted:
+            self._close_open(turn, step, "cancelled by the user")
+            reason = {"kind": "aborted"}
+        except asyncio.CancelledError:
+            self._close_open(turn, step, "cancelled")
+            append("turn/end", {"turn": turn, "reason": {"kind": "aborted"}})
+            await asyncio.shield(self._checkpoint("turn-end"))
+            raise
+        except Exception as exc:
+            logger.exception("turn %d of session %r failed", turn, self.session.id)
+            self._close_open(turn, step, f"the turn failed: {exc}")
+            reason = {
+                "kind": "error",
+                "error": {"message": str(exc) or type(exc).__name__, "code": type(exc).__name__},
+            }
+        append("turn/end", {"turn": turn, "reason": reason})
+        await self._checkpoint("turn-end")
+        return TurnOutcome(turn, reason["kind"], step, text)
+
+    # -- one model call -------------------------------------------------------------------------
+
+    async def _model_step(self, turn: int, step: int) -> tuple[str, list[ToolCallDelta], Finish]:
+        await self._checkpoint("before-model")
+        self._check_cancel()
+        messages = self.session.derive_messages()
+        chunk_seqs: list[int] = []
+        reasoning: list[str] = []
+        texts: list[str] = []
+        calls: list[ToolCallDelta] = []
+        finish = Finish()
+        stream = self.model.stream(messages, self.tools.definitions())
+        try:
+            async for delta in _until_cancelled(stream, self._cancel):
+                if isinstance(delta, Finish):
+                    finish = delta
+                    continue
+                chunk = _chunk(delta, len(chunk_seqs))
+                chunk_seqs.append(
+                    self.session.append(
+                        "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}
+                    ).seq
+                )
+                if isinstance(delta, TextDelta):
+                    texts.append(delta.text)
+                elif isinstance(delta, ReasoningDelta):
+                    reasoning.append(delta.text)
+                else:
+                    calls.append(delta)
+        except _Aborted:
+            if chunk_seqs:  # keep what was streamed, without the half-requested tools
+                self._assistant(
+                    turn, step, reasoning, texts, [], chunk_seqs, None, interrupted=True
+                )
+            raise
+        self._assistant(turn, step, reasoning, texts, calls, chunk_seqs, finish.usage)
+        return "".join(texts), calls, finish
+
+    def _assistant(
+        self,
+        turn: int,
+        step: int,
+        reasoning: list[str],
+        texts: list[str],
+        calls: list[ToolCallDelta],
+        chunk_seqs: list[int],
+        usage: dict[str, Any] | None,
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        content: list[dict[str, Any]] = []
+        if reasoning:
+            content.append({"type": "reasoning", "text": "".join(reasoning)})
+        if texts:
+            content.append({"type": "text", "text": "".join(texts)})
+        content += [
+            {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in calls
+        ]
+        data: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "message": {
+                "id": f"{self.session.id}:a{turn}.{step}",
+                "role": "assistant",
+                "content": content,
+                "source": {
+                    "kind": "model",
+                    "provider": self.model.provider,
+                    "model": self.model.model,
+                },
+            },
+        }
+        if usage:
+            data["usage"] = usage
+        if interrupted:
+            data["interrupted"] = True
+        self.session.append(
+            "assistant/message", data, surface_op="append", source_event_seqs=chunk_seqs
+        )
+
+    # -- one tool call --------------------------------------------------------------------------
+
+    async def _tool_step(self, turn: int, step: int, call: ToolCallDelta) -> None:
+        self._check_cancel()
+        event = self.session.append(
+            "tool/call",
+            {
+                "turn": turn,
+                "step": step,
+                "callId": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+            },
+        )
+        await self._checkpoint("before-tool")
+        context = ToolContext(
+            session=self.session, call_id=call.id, turn=turn, step=step, cancel=self._cancel
+        )
+        run = asyncio.ensure_future(self.tools.execute(call.name, call.arguments, context))
+        stop = asyncio.ensure_future(self._cancel.wait())
+        try:
+            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not run.done():
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+            self._result(
+                turn,
+                step,
+                call.id,
+                event.seq,
+                ToolResult.error("cancelled by the user"),
+                CANCELLED_ERROR,
+            )
+            raise _Aborted
+        result = run.result()
+        self._result(
+            turn, step, call.id, event.seq, result, TOOL_ERROR if result.is_error else None
+        )
+
+    def _result(
+        self,
+        turn: int,
+        step: int,
+        call_id: str,
+        call_seq: int,
+        result: ToolResult,
+        error: dict[str, str] | None,
+    ) -> None:
+        block: dict[str, Any] = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "content": result.content,
+        }
+        if result.is_error:
+            block["isError"] = True
+        data: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "message": {
+                "id": f"{self.session.id}:r{call_seq}",
+                "role": "user",
+                "source": {"kind": "tool", "callId": call_id},
+                "content": [block],
+            },
+        }
+        if error is not None:
+            data["error"] = error
+        if result.structured is not None:
+            data["meta"] = {"structured": result.structured}
+        self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
+
+    # -- closing an aborted turn ----------------------------------------------------------------
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise _Aborted
+
+    def _close_open(self, turn: int, step: int, why: str) -> None:
+        """Answer every unanswered call of the turn and close the open step, so the derived
+        history stays valid for a provider."""
+        for call in self.session.unanswered_calls():
+            if call.call_seq is not None:
+                self._result(
+                    turn,
+                    call.step,
+                    call.call_id,
+                    call.call_seq,
+                    ToolResult.error(why),
+                    CANCELLED_ERROR,
+                )
+            else:
+                data = {
+                    "turn": turn,
+                    "step": call.step,
+                    "message": {
+                        "id": f"{self.session.id}:n{call.block_seq}:{call.call_id}",
+                        "role": "user",
+                        "source": {"kind": "tool", "callId": call.call_id},
+                        "content": [
+                            {
+                                "type": "tool-result",
+                                "toolCallId": call.call_id,
+                                "content": [{"type": "text", "text": f"not run: {why}"}],
+                                "isError": True,
+                            }
+                        ],
+                    },
+                    "error": {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"},
+                }
+                self.session.append("tool/result", data, surface_op="append")
+        if self.session.open_step is not None:
+            self.session.append("step/end", {"turn": turn, "step": self.session.open_step})
+
+
+def _last_turn(session: Session) -> int:
+    for event in reversed(session.events):
+        if event.type == "turn/start":
+            return int(event.data["turn"])
+    return 0
+
+
+def _chunk(delta: TextDelta | ReasoningDelta | ToolCallDelta, index: int) -> dict[str, Any]:
+    if isinstance(delta, TextDelta):
+        return {"type": "text-delta", "index": index, "text": delta.text}
+    if isinstance(delta, ReasoningDelta):
+        return {"type": "reasoning-delta", "index": index, "text": delta.text}
+    return {
+        "type": "tool-call",
+        "index": index,
+        "id": delta.id,
+        "name": delta.name,
+        "arguments": delta.arguments,
+    }
+
+
+async def _until_cancelled(stream: Any, cancel: asyncio.Event) -> Any:
+    """Iterate ``stream`` but raise `_Aborted` as soon as ``cancel`` is set."""
+    iterator = stream.__aiter__()
+    stop = asyncio.ensure_future(cancel.wait())
+    try:
+        while True:
+            nxt = asyncio.ensure_future(iterator.__anext__())
+            await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)
+                raise _Aborted
+            try:
+                yield nxt.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        stop.cancel()
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
