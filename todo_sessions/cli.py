@@ -1,30 +1,41 @@
 """``todo-sessions``: a thin command line over the library (SPEC §11).
 
 Each command parses its options, runs one ``asyncio.run(...)`` and prints. Library errors are
-one line on stderr with exit status 1 (``--debug`` shows the traceback).
+one line on stderr with exit status 1 (``--debug`` shows the traceback). Listing commands take
+``--json`` for machine-readable output.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import sys
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import TodoSessionsError
+from .core.messages import messages_adapter
+from .core.verify import Problem, verify_events
+from .errors import CorruptSessionError, FormatUnsupportedError, TodoSessionsError
+from .jsonl import export_lines, import_lines
+from .render import render_messages, render_timeline, render_todo_list
 from .store.migrate import migrate as run_migrate
+from .store.results import SessionSummary
 from .store.store import SessionStore, default_url
 
 T = TypeVar("T")
 
 DB_HELP = (
-    "Database URL (sqlite:///path/to/file.db or postgresql://user@host/db). "
-    "Default: $TODO_SESSIONS_URL, else sessions.db in the user's data directory."
+    "Database URL: sqlite:///path/to/file.db or postgresql://user@host/db. "
+    "Default: $TODO_SESSIONS_URL, else an SQLite file sessions.db in the user's data "
+    "directory (on Linux ~/.local/share/todo-sessions/sessions.db)."
 )
 
 
@@ -32,24 +43,52 @@ class Context:
     def __init__(self, db: str | None, debug: bool) -> None:
         self.db = db or default_url()
         self.debug = debug
-        self.out = Console(soft_wrap=True)
-        self.err = Console(stderr=True)
+        self.out = Console(soft_wrap=True, highlight=False)
+        self.err = Console(stderr=True, highlight=False)
 
     def store(self, **options: Any) -> SessionStore:
         return SessionStore(self.db, **options)
 
-    def run(self, work: Awaitable[T]) -> T:
-        """Run one coroutine; library errors become one line and exit status 1."""
+    def run(self, work: Callable[[SessionStore], Awaitable[T]], **options: Any) -> T:
+        """Open the store, run ``work(store)`` once; library errors become one line, exit 1."""
+
+        async def main() -> T:
+            async with self.store(**options) as store:
+                return await work(store)
+
         try:
-            return asyncio.run(work)  # type: ignore[arg-type]
+            return asyncio.run(main())
         except (TodoSessionsError, ValueError, OSError) as exc:
             if self.debug:
                 raise
-            self.err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
-            sys.exit(1)
+            self.fail(str(exc))
+
+    def fail(self, message: str) -> Any:
+        self.err.print(f"[bold red]error:[/] {message}", markup=True)
+        sys.exit(1)
+
+    @contextmanager
+    def progress(self, label: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
+        """A progress bar on an interactive stderr; nothing otherwise."""
+        if not self.err.is_terminal:
+            yield None
+            return
+        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.err, transient=True) as bar:
+            task = bar.add_task(label, total=total)
+            yield lambda n: bar.advance(task, n)
 
 
 pass_ctx = click.make_pass_decorator(Context)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False))
+
+
+def _when(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,7 +97,7 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.version_option(package_name="todo-sessions")
 @click.pass_context
 def main(click_ctx: click.Context, db: str | None, debug: bool) -> None:
-    """Inspect, replay and maintain todo-sessions session logs."""
+    """Store, inspect and replay AI coding-agent sessions (todo-sessions)."""
     click_ctx.obj = Context(db, debug)
 
 
@@ -66,53 +105,268 @@ def main(click_ctx: click.Context, db: str | None, debug: bool) -> None:
 @pass_ctx
 def migrate_cmd(ctx: Context) -> None:
     """Create or upgrade the database schema to the newest revision."""
-    ctx.run(run_migrate(ctx.db))
-    ctx.out.print(f"migrated {ctx.store().url}")
+    try:
+        asyncio.run(run_migrate(ctx.db))
+    except (TodoSessionsError, ValueError, OSError) as exc:
+        if ctx.debug:
+            raise
+        ctx.fail(str(exc))
+    ctx.out.print(f"database is at the newest schema: {ctx.store().url}")
+
+
+@main.command("demo")
+@click.option("--id", "session_id", help="Session id for the demo session (default: random).")
+@pass_ctx
+def demo_cmd(ctx: Context, session_id: str | None) -> None:
+    """Run a scripted coding session through the real agent loop into the store, then
+    print its replay: the timeline, the todo list after each write, and the model's messages."""
+    from .demo import run_demo
+
+    async def work(store: SessionStore) -> tuple[Any, Any, Any, Any]:
+        result = await run_demo(store, session_id=session_id)
+        log = await store.read(result.session_id)
+        messages = await store.derive_messages(result.session_id)
+        return result, log, messages, await store.current_todos(result.session_id)
+
+    result, log, messages, todos = ctx.run(work)
+    out = ctx.out
+    out.rule(f"[bold]demo session {result.session_id}[/] — stored in {ctx.store().url}")
+    for outcome in result.outcomes:
+        out.print(f"turn {outcome.turn}: {outcome.reason} after {outcome.steps} steps")
+    out.rule("timeline (the log)")
+    out.print(render_timeline(log.events))
+    out.rule("final todo list")
+    out.print(render_todo_list(todos))
+    out.rule("what the model sees (derived from surface events only)")
+    out.print(render_messages(messages))
+    writes = sum(1 for e in log.events if e.type == "todo/write")
+    out.rule()
+    out.print(
+        f"{len(log.events)} events stored; {writes} todo/write events in the log; "
+        f"{len(messages)} messages derived for the model, and no todo/write among them "
+        "(the model sees only its own todo_write calls and their results)."
+    )
+    out.print(f"replay it again with: todo-sessions show {result.session_id}")
+
+
+def _summary_json(s: SessionSummary) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "createdAt": s.created_at,
+        "updatedAt": s.updated_at,
+        "cwd": s.cwd,
+        "title": s.title,
+        "events": s.next_seq,
+        "revision": s.revision,
+    }
 
 
 @main.command("list")
 @click.option("--limit", default=50, show_default=True, help="Sessions per page.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--before", "before_id", help="Show the page after this session id.")
+@json_option
 @pass_ctx
-def list_cmd(ctx: Context, limit: int, as_json: bool) -> None:
-    """List sessions, newest activity first."""
+def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> None:
+    """List sessions, newest activity first (with event and turn counts)."""
 
-    async def work() -> list[Any]:
-        async with ctx.store() as store:
-            return await store.list(limit=limit)
+    async def work(store: SessionStore) -> list[tuple[SessionSummary, int | None]]:
+        before = await store.summary(before_id) if before_id is not None else None
+        return [
+            (summary, await store.count(summary.id, type="turn/start"))
+            for summary in await store.list(limit=limit, before=before)
+        ]
 
-    summaries = ctx.run(work())
+    rows = ctx.run(work)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "id": s.id,
-                        "createdAt": s.created_at,
-                        "updatedAt": s.updated_at,
-                        "cwd": s.cwd,
-                        "title": s.title,
-                        "events": s.next_seq,
-                        "revision": s.revision,
-                    }
-                    for s in summaries
-                ]
-            )
-        )
+        echo_json([{**_summary_json(s), "turns": turns} for s, turns in rows])
         return
-    if not summaries:
+    if not rows:
         ctx.out.print("no sessions")
         return
-    table = Table("id", "events", "last activity", "title")
-    for s in summaries:
-        table.add_row(s.id, str(s.next_seq), _when(s.updated_at), s.title or "")
+    table = Table("id", "events", "turns", "last activity", "title")
+    for s, turns in rows:
+        table.add_row(s.id, str(s.next_seq), str(turns), _when(s.updated_at), s.title or "")
     ctx.out.print(table)
+    if len(rows) == limit:
+        ctx.out.print(f"next page: todo-sessions list --before {rows[-1][0].id}", style="dim")
 
 
-def _when(ms: int) -> str:
-    import datetime
+@main.command("show")
+@click.argument("session_id")
+@click.option("--verbose", "-v", is_flag=True, help="Also show steps, chunks and request records.")
+@json_option
+@pass_ctx
+def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> None:
+    """Show a session's timeline: turns, messages, tool calls and results, todo changes."""
+    log = ctx.run(lambda store: store.read(session_id))
+    if as_json:
+        echo_json(
+            {
+                "header": log.header.to_wire(),
+                "revision": log.revision,
+                "events": [e.to_dict() for e in log.events],
+            }
+        )
+        return
+    h = log.header
+    ctx.out.print(f"[bold]{h.id}[/]  {h.title or ''}", markup=True)
+    ctx.out.print(
+        f"created {_when(h.created_at)}  cwd {h.cwd or '-'}  {len(log.events)} events", style="dim"
+    )
+    if h.parent_session:
+        ctx.out.print(
+            f"forked from {h.parent_session} ({h.seed_length} events inherited)", style="dim"
+        )
+    ctx.out.print(render_timeline(log.events, verbose=verbose))
 
-    return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+@main.command("todos")
+@click.argument("session_id")
+@click.option("--at", "at_seq", type=int, help="The list as of this seq.")
+@json_option
+@pass_ctx
+def todos_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) -> None:
+    """Show the current todo list of a session (or as of --at SEQ)."""
+    todos = ctx.run(lambda store: store.current_todos(session_id, upto_seq=at_seq))
+    if as_json:
+        echo_json(None if todos is None else [t.model_dump() for t in todos])
+        return
+    ctx.out.print(render_todo_list(todos))
+
+
+@main.command("messages")
+@click.argument("session_id")
+@click.option("--at", "at_seq", type=int, help="The history as of this seq.")
+@json_option
+@pass_ctx
+def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) -> None:
+    """Show the message history the model sees (derived from surface events only)."""
+    messages = ctx.run(lambda store: store.derive_messages(session_id, upto_seq=at_seq))
+    if as_json:
+        echo_json(
+            messages_adapter.dump_python(messages, mode="json", by_alias=True, exclude_none=True)
+        )
+        return
+    ctx.out.print(render_messages(messages))
+
+
+@main.command("export")
+@click.argument("session_id")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (default: stdout).",
+)
+@pass_ctx
+def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
+    """Export a session as JSONL: a header line, then one event per line."""
+
+    async def work(store: SessionStore) -> int:
+        total = (await store.summary(session_id)).next_seq
+        with ctx.progress("export", total) as advance:
+            sink: IO[str] = output.open("w", encoding="utf-8") if output else sys.stdout
+            count = 0
+            try:
+                async for line in export_lines(store, session_id, progress=advance):
+                    sink.write(line + "\n")
+                    count += 1
+            finally:
+                if output:
+                    sink.close()
+        return count - 1
+
+    count = ctx.run(work)
+    if output:
+        ctx.err.print(f"exported {count} events of {session_id} to {output}")
+
+
+@main.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--as", "as_id", help="Store under this id instead of the exported one.")
+@pass_ctx
+def import_cmd(ctx: Context, file: IO[str], as_id: str | None) -> None:
+    """Import a JSONL export (validated completely before anything is written)."""
+
+    async def work(store: SessionStore) -> Any:
+        with ctx.progress("import", None) as advance:
+            return await import_lines(store, file, as_id=as_id, progress=advance)
+
+    result = ctx.run(work)
+    ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+@main.command("verify")
+@click.argument("session_id", required=False)
+@json_option
+@pass_ctx
+def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
+    """Check one session (or all): seqs, rows, payloads, structure, surface, answered calls.
+    Changes nothing; exits 1 when anything is wrong."""
+
+    async def check(store: SessionStore, sid: str) -> list[Problem]:
+        try:
+            events = await store.read_from(sid)
+        except (CorruptSessionError, FormatUnsupportedError) as exc:
+            return [Problem(getattr(exc, "seq", None), "read", str(exc))]
+        return verify_events(events)
+
+    async def work(store: SessionStore) -> dict[str, list[Problem]]:
+        if session_id is not None:
+            return {session_id: await check(store, session_id)}
+        report: dict[str, list[Problem]] = {}
+        before = None
+        while page := await store.list(limit=500, before=before):
+            for s in page:
+                report[s.id] = await check(store, s.id)
+            before = page[-1]
+        return report
+
+    report = ctx.run(work)
+    bad = {sid: problems for sid, problems in report.items() if problems}
+    if as_json:
+        echo_json(
+            {
+                sid: [{"seq": p.seq, "kind": p.kind, "message": p.message} for p in ps]
+                for sid, ps in report.items()
+            }
+        )
+    else:
+        for sid, problems in report.items():
+            if problems:
+                ctx.out.print(f"[red]✗ {sid}[/]: {len(problems)} problem(s)", markup=True)
+                for p in problems:
+                    ctx.out.print(f"    {p}")
+            else:
+                ctx.out.print(f"[green]✓ {sid}[/]", markup=True)
+        ctx.out.print(f"{len(report)} session(s) checked, {len(bad)} with problems")
+    if bad:
+        sys.exit(1)
+
+
+@main.command("fork")
+@click.argument("session_id")
+@click.option("--at", "at_seq", type=int, help="Last seq to inherit (default: all).")
+@click.option("--as", "child_id", help="Id of the new session (default: generated).")
+@pass_ctx
+def fork_cmd(ctx: Context, session_id: str, at_seq: int | None, child_id: str | None) -> None:
+    """Fork a session: a new session seeded with its events up to --at."""
+    log = ctx.run(lambda store: store.fork(session_id, at_seq, child_id))
+    ctx.out.print(
+        f"forked {session_id} into {log.header.id} ({log.header.seed_length} events inherited)"
+    )
+
+
+@main.command("delete")
+@click.argument("session_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_ctx
+def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
+    """Delete a session and all its events (asks first unless --yes)."""
+    if not yes and not click.confirm(f"delete session {session_id} and all its events?", err=True):
+        ctx.fail("not deleted")
+    ctx.run(lambda store: store.delete(session_id))
+    ctx.out.print(f"deleted {session_id}")
 
 
 if __name__ == "__main__":  # pragma: no cover

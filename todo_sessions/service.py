@@ -170,8 +170,7 @@ class SessionService:
         except TodoSessionsError as exc:
             self.last_flush_error = exc
             logger.warning(
-                "session %r: flush at %s failed, %d events stay queued for the next "
-                "checkpoint: %s",
+                "session %r: flush at %s failed, %d events stay queued for the next checkpoint: %s",
                 session_id,
                 name,
                 self.pending(session_id),
@@ -190,4 +189,3 @@ class SessionService:
                 await self.close(sid)
         finally:
             await self.store.aclose()
-

@@ -13,6 +13,7 @@ from .schema import session_events, sessions, store_state
 __all__ = [
     "append_state",
     "compile_positional",
+    "count_events_of_type",
     "count_sessions",
     "insert_events",
     "insert_session",
@@ -90,6 +91,12 @@ def select_summaries(*, before: bool) -> Select[Any]:
 
 
 count_sessions = select(func.count()).select_from(sessions)
+
+count_events_of_type = (
+    select(func.count())
+    .select_from(session_events)
+    .where(ev.session_id == bindparam("session_id"), ev.type == bindparam("type"))
+)
 
 
 def compile_positional(statement: Any, dialect: Any) -> tuple[str, tuple[str, ...]]:

@@ -418,6 +418,38 @@ class SessionStore(LogViews):
                 row = await self._session_row(conn, session_id)
         return self._token(row["incarnation"], row["revision"])
 
+    async def summary(self, session_id: str) -> SessionSummary:
+        """The `list` entry of one session."""
+        engine = await self._ready()
+        with translate_errors(f"reading session {session_id!r}"):
+            async with self._read_conn(engine) as conn:
+                row = await self._session_row(conn, session_id)
+        return self._summary(row)
+
+    async def count(self, session_id: str, *, type: str | None = None) -> int:
+        """How many events the session has (of one ``type``, through the type index)."""
+        engine = await self._ready()
+        with translate_errors(f"reading session {session_id!r}"):
+            async with self._read_conn(engine) as conn:
+                row = await self._session_row(conn, session_id)
+                if type is None:
+                    return int(row["next_seq"])
+                result = await conn.execute(
+                    q.count_events_of_type, {"session_id": session_id, "type": type}
+                )
+                return int(result.scalar_one())
+
+    def _summary(self, r: Any) -> SessionSummary:
+        return SessionSummary(
+            id=r["id"],
+            created_at=r["created_at"],
+            updated_at=r["updated_at"],
+            cwd=r["cwd"],
+            title=r["title"],
+            next_seq=r["next_seq"],
+            revision=self._token(r["incarnation"], r["revision"]),
+        )
+
     async def stream(
         self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
     ) -> AsyncIterator[SessionEvent]:
@@ -454,19 +486,8 @@ class SessionStore(LogViews):
         with translate_errors("listing sessions"):
             async with self._read_conn(engine) as conn:
                 result = await conn.execute(q.select_summaries(before=before is not None), params)
-                rows = result.all()
-        return [
-            SessionSummary(
-                id=r.id,
-                created_at=r.created_at,
-                updated_at=r.updated_at,
-                cwd=r.cwd,
-                title=r.title,
-                next_seq=r.next_seq,
-                revision=self._token(r.incarnation, r.revision),
-            )
-            for r in rows
-        ]
+                rows = result.mappings().all()
+        return [self._summary(r) for r in rows]
 
     # -- escape hatch for tests and tools -----------------------------------------------------
 

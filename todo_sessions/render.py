@@ -1,0 +1,154 @@
+"""Terminal rendering of logs: the timeline of ``show``, the todo checklist, message history.
+
+Pure functions from events to rich renderables (no I/O); the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.rule import Rule
+from rich.text import Text
+
+from .core.envelope import SessionEvent
+from .core.messages import Message
+from .core.todos import TodoItem, render_todos, todos_from_payload
+
+__all__ = ["render_messages", "render_timeline", "render_todo_list", "short"]
+
+_STATUS_STYLE = {"completed": "green", "in_progress": "yellow", "pending": "white"}
+
+
+def short(text: str, limit: int = 100) -> str:
+    """One line, at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def render_todo_list(todos: Sequence[TodoItem] | None) -> Text:
+    """The ``[todos]`` checklist with colours (``[x]`` done, ``[~]`` in progress, ``[ ]``)."""
+    if todos is None:
+        return Text("(no todo list)", style="dim")
+    lines = render_todos(todos).splitlines()
+    out = Text(lines[0], style="bold")
+    for item, line in zip(todos, lines[1:], strict=True):
+        out.append("\n" + line, style=_STATUS_STYLE.get(item.status, ""))
+    return out
+
+
+def _texts(content: Iterable[Any]) -> list[tuple[str, str]]:
+    """(kind, text) of the readable blocks of a message's content."""
+    parts = []
+    for block in content:
+        kind = block.get("type")
+        if kind in ("text", "reasoning") and block.get("text"):
+            parts.append((kind, block["text"]))
+        elif kind == "tool-result":
+            inner = " ".join(b.get("text", "") for b in block.get("content", []) if b.get("text"))
+            parts.append(("tool-result", inner))
+        elif kind == "image":
+            parts.append(("image", f"[image {block.get('mediaType', '')}]"))
+    return parts
+
+
+def _event_line(event: SessionEvent) -> RenderableType | None:
+    data = event.data
+    kind = event.type
+    seq = Text(f"{event.seq:>5} ", style="dim")
+    if kind == "user/message":
+        body = " ".join(t for _, t in _texts(data.get("content", [])))
+        replaced = " (replaces earlier history)" if event.surface_op not in (None, "append") else ""
+        return seq + Text("user ", style="bold cyan") + Text(short(body) + replaced)
+    if kind == "assistant/message":
+        out = seq + Text("assistant ", style="bold magenta")
+        parts = _texts(data["message"].get("content", []))
+        thought = [t for k, t in parts if k == "reasoning"]
+        said = [t for k, t in parts if k == "text"]
+        if thought:
+            out.append(f"(thinks: {short(' '.join(thought), 60)}) ", style="italic dim")
+        out.append(short(" ".join(said)) if said else "")
+        return out
+    if kind == "tool/call":
+        args = data.get("arguments", "")
+        return (
+            seq
+            + Text("  → ", style="blue")
+            + Text(f"{data.get('name')}", style="bold")
+            + Text(f" {short(args, 80)}", style="dim")
+        )
+    if kind == "tool/result":
+        block = data["message"]["content"][0]
+        failed = block.get("isError") or "error" in data
+        body = " ".join(t for _, t in _texts([block]))
+        style = "red" if failed else "green"
+        code = f" [{data['error']['code']}]" if "error" in data else ""
+        return seq + Text("  ← ", style=style) + Text(short(body) + code, style=style)
+    if kind == "todo/write":
+        todos = todos_from_payload(data, seq=event.seq)
+        return Group(
+            seq + Text("todo/write", style="bold yellow"),
+            Padding(render_todo_list(todos), (0, 0, 0, 8)),
+        )
+    if kind == "turn/end":
+        reason = data.get("reason", {}).get("kind", "?")
+        style = "green" if reason == "completed" else "red"
+        return seq + Text(f"turn {data.get('turn')} ended: {reason}", style=style)
+    if kind == "session/end-seed":
+        return seq + Text("── end of inherited history (fork seed) ──", style="dim")
+    return None
+
+
+def render_timeline(events: Iterable[SessionEvent], *, verbose: bool = False) -> Group:
+    """Turns with their user/assistant messages, tool calls and results, and todo changes.
+
+    Step boundaries, chunks and request records are shown only with ``verbose``.
+    """
+    rows: list[RenderableType] = []
+    chunks = 0
+    for event in events:
+        if event.type == "turn/start":
+            rows.append(Rule(f"turn {event.data.get('turn')}", align="left", style="cyan"))
+            continue
+        if event.type == "assistant/chunk":
+            chunks += 1
+            if not verbose:
+                continue
+        line = _event_line(event)
+        if line is None and verbose:
+            line = Text(f"{event.seq:>5} {event.type} {short(event.data_json, 80)}", style="dim")
+        if line is not None:
+            rows.append(line)
+    if chunks and not verbose:
+        rows.append(Text(f"({chunks} streamed chunks hidden; --verbose shows them)", style="dim"))
+    return Group(*rows)
+
+
+def render_messages(messages: Sequence[Message]) -> Group:
+    """The derived message history, one entry per message."""
+    rows: list[RenderableType] = []
+    for number, message in enumerate(messages, start=1):
+        wire = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        role = message.role
+        source = wire.get("source", {}).get("kind", "")
+        label = "tool" if source == "tool" else role
+        head = Text(
+            f"{number:>3} {label:<9}", style="bold cyan" if role == "user" else "bold magenta"
+        )
+        parts = []
+        for block in wire["content"]:
+            if block["type"] == "tool-call":
+                parts.append(f"[call {block['name']} {short(block['arguments'], 60)}]")
+            elif block["type"] == "tool-result":
+                parts.append("[result] " + " ".join(t for _, t in _texts([block])))
+            elif block["type"] in ("text", "reasoning"):
+                parts.append(
+                    block["text"] if block["type"] == "text" else f"(thinks) {block['text']}"
+                )
+            else:
+                parts.append(json.dumps(block)[:60])
+        rows.append(head + Text(short(" ".join(parts), 140)))
+    return Group(*rows)
