@@ -1,0 +1,149 @@
+"""`SessionService`: write-behind persistence at checkpoints, resume, ownership (SPEC §9)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from factories import T0
+
+from todo_sessions import (
+    SeqConflictError,
+    SessionEvent,
+    SessionExistsError,
+    SessionStore,
+    StoreBusyError,
+)
+from todo_sessions.agent.loop import AgentLoop
+from todo_sessions.agent.model import ModelDelta, ScriptedModel, ScriptedResponse
+from todo_sessions.core.structure import check_structure
+from todo_sessions.service import SessionService
+from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
+
+
+class StoredSpy:
+    """A tool that records the type of the last *stored* event when its body runs."""
+
+    name = "spy"
+    description = "records what is stored"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.seen: list[str] = []
+
+    async def run(self, args: dict[str, Any], context: ToolContext) -> ToolResult:
+        assert context.session is not None
+        stored = await self.store.read_from(context.session.id)
+        self.seen.append(stored[-1].type)
+        return ToolResult.text("ok")
+
+
+class SpyModel(ScriptedModel):
+    """A scripted model that records the last stored event type at each call."""
+
+    store: SessionStore | None = None
+    seen: list[str]
+
+    async def stream(
+        self, messages: Sequence[Any], tools: Sequence[Any]
+    ) -> AsyncIterator[ModelDelta]:
+        assert self.store is not None
+        stored = await self.store.read_from("svc")
+        self.seen.append(stored[-1].type)
+        async for delta in super().stream(messages, tools):
+            yield delta
+
+
+async def test_checkpoints_flush_before_model_calls_and_before_tools(db_url: str) -> None:
+    async with SessionService(SessionStore(db_url), strict=True) as service:
+        session = await service.new("svc", cwd="/repo")
+        spy = StoredSpy(service.store)
+        tools = ToolRegistry()
+        tools.register(spy)
+        tools.register(TodoWriteTool())
+        model = SpyModel(
+            [
+                ScriptedResponse(tool_calls=[("todo_write", {"todos": []}), ("spy", {})]),
+                ScriptedResponse(text="done"),
+            ]
+        )
+        model.store, model.seen = service.store, []
+        loop = AgentLoop(session, model, tools, checkpoint=service.checkpoint_for("svc"))
+        await loop.run_turn("go")
+        assert model.seen == ["step/start", "step/start"]
+        assert spy.seen == ["tool/call"]
+        assert service.pending("svc") == 0  # flushed at turn/end
+        assert await service.store.read_from("svc") == list(session.events)
+
+
+async def test_new_resume_and_one_live_owner(shared_db_url: str) -> None:
+    async with SessionService(SessionStore(shared_db_url)) as service:
+        session = await service.new("owned")
+        with pytest.raises(SessionExistsError):
+            await service.new("owned")
+        session.append("turn/start", {"turn": 1})
+        with pytest.raises(SessionExistsError):
+            await service.resume("owned")
+        await service.close("owned")
+        resumed = await service.resume("owned")  # the open turn is repaired on resume
+        assert [e.type for e in resumed.events] == ["turn/start", "turn/end"]
+        assert resumed.events[-1].data["reason"] == {"kind": "interrupted"}
+        assert await service.store.read_from("owned") == list(resumed.events)
+
+
+async def test_failed_flush_is_retried_at_the_next_checkpoint(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SessionStore(db_url)
+    real_append = store.append
+    failures = [StoreBusyError("database is locked (simulated)")]
+
+    async def flaky_append(session_id: str, events: Any) -> str:
+        if failures:
+            raise failures.pop()
+        return await real_append(session_id, events)
+
+    store.append = flaky_append  # type: ignore[method-assign]
+    async with SessionService(store) as service:
+        session = await service.new("flaky")
+        session.append("turn/start", {"turn": 1})
+        with caplog.at_level(logging.WARNING, logger="todo_sessions.service"):
+            await service.checkpoint("flaky", "before-model")
+        assert "stay queued" in caplog.text
+        assert isinstance(service.last_flush_error, StoreBusyError)
+        assert service.pending("flaky") == 1
+        session.append("todo/write", {"todos": []})
+        await service.checkpoint("flaky", "turn-end")
+        assert service.pending("flaky") == 0 and service.last_flush_error is None
+        assert [e.type for e in await store.read_from("flaky")] == ["turn/start", "todo/write"]
+
+
+async def test_another_writer_is_a_conflict_not_a_silent_merge(shared_db_url: str) -> None:
+    async with SessionService(SessionStore(shared_db_url)) as service:
+        session = await service.new("contested")
+        session.append("turn/start", {"turn": 1})
+        await service.flush("contested")
+        async with SessionStore(shared_db_url) as intruder:
+            await intruder.append("contested", [SessionEvent("todo/write", 1, T0, {"todos": []})])
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        with pytest.raises(SeqConflictError):
+            await service.checkpoint("contested", "turn-end")
+        assert service.pending("contested") == 1  # kept, not dropped
+        service._live.pop("contested")  # the owner gives up; nothing else to drain
+
+
+async def test_close_drains_and_fork_owns_the_child(shared_db_url: str) -> None:
+    async with SessionService(SessionStore(shared_db_url), strict=True) as service:
+        session = await service.new("parent")
+        loop = AgentLoop(session, ScriptedModel([ScriptedResponse(text="hi")]), ToolRegistry())
+        await loop.run_turn("hello")  # no checkpoint wired: everything is still queued
+        assert service.pending("parent") == len(session.events)
+        child = await service.fork("parent", child_id="child")
+        assert child.header.parent_session == "parent"
+        assert child.events[-1].type == "session/end-seed"
+        check_structure(list(child.events))
+    async with SessionStore(shared_db_url) as store:
+        assert {s.id for s in await store.list()} == {"parent", "child"}
