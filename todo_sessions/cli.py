@@ -18,12 +18,18 @@ from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from .core.messages import messages_adapter
 from .core.verify import Problem, verify_events
-from .errors import CorruptSessionError, FormatUnsupportedError, TodoSessionsError
+from .errors import (
+    CorruptSessionError,
+    FormatUnsupportedError,
+    TodoSessionsError,
+)
 from .jsonl import export_lines, import_lines
 from .render import render_messages, render_timeline, render_todo_list
 from .store.migrate import migrate as run_migrate
@@ -43,8 +49,11 @@ class Context:
     def __init__(self, db: str | None, debug: bool) -> None:
         self.db = db or default_url()
         self.debug = debug
-        self.out = Console(soft_wrap=True, highlight=False)
-        self.err = Console(stderr=True, highlight=False)
+        # No markup or emoji codes by default: ids, titles and messages are printed literally
+        # (a title like "[/x]" must neither vanish nor crash); `markup=True` prints escape them.
+        plain = {"highlight": False, "markup": False, "emoji": False, "soft_wrap": True}
+        self.out = Console(**plain)
+        self.err = Console(stderr=True, **plain)  # soft_wrap: an error stays one line
 
     def store(self, **options: Any) -> SessionStore:
         return SessionStore(self.db, **options)
@@ -58,13 +67,15 @@ class Context:
 
         try:
             return asyncio.run(main())
+        except BrokenPipeError:
+            raise  # click exits quietly (``export | head``)
         except (TodoSessionsError, ValueError, OSError) as exc:
             if self.debug:
                 raise
             self.fail(str(exc))
 
     def fail(self, message: str) -> Any:
-        self.err.print(f"[bold red]error:[/] {message}", markup=True)
+        self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True)
         sys.exit(1)
 
     @contextmanager
@@ -130,7 +141,7 @@ def demo_cmd(ctx: Context, session_id: str | None) -> None:
 
     result, log, messages, todos = ctx.run(work)
     out = ctx.out
-    out.rule(f"[bold]demo session {result.session_id}[/] — stored in {ctx.store().url}")
+    out.rule(Text(f"demo session {result.session_id} — stored in {ctx.store().url}", "bold"))
     for outcome in result.outcomes:
         out.print(f"turn {outcome.turn}: {outcome.reason} after {outcome.steps} steps")
     out.rule("timeline (the log)")
@@ -209,7 +220,7 @@ def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> Non
         )
         return
     h = log.header
-    ctx.out.print(f"[bold]{h.id}[/]  {h.title or ''}", markup=True)
+    ctx.out.print(f"[bold]{escape(h.id)}[/]  {escape(h.title or '')}", markup=True)
     ctx.out.print(
         f"created {_when(h.created_at)}  cwd {h.cwd or '-'}  {len(log.events)} events", style="dim"
     )
@@ -334,11 +345,11 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
     else:
         for sid, problems in report.items():
             if problems:
-                ctx.out.print(f"[red]✗ {sid}[/]: {len(problems)} problem(s)", markup=True)
+                ctx.out.print(f"[red]✗ {escape(sid)}[/]: {len(problems)} problem(s)", markup=True)
                 for p in problems:
                     ctx.out.print(f"    {p}")
             else:
-                ctx.out.print(f"[green]✓ {sid}[/]", markup=True)
+                ctx.out.print(f"[green]✓ {escape(sid)}[/]", markup=True)
         ctx.out.print(f"{len(report)} session(s) checked, {len(bad)} with problems")
     if bad:
         sys.exit(1)
@@ -367,6 +378,28 @@ def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
         ctx.fail("not deleted")
     ctx.run(lambda store: store.delete(session_id))
     ctx.out.print(f"deleted {session_id}")
+
+
+@main.command("acp")
+@pass_ctx
+def acp_cmd(ctx: Context) -> None:
+    """Run an Agent Client Protocol agent over stdio (for editors such as Zed).
+
+    The built-in deterministic agent turns each line of a prompt into a todo and works through
+    them with todo_write calls; sessions are stored in the configured database and can be
+    reloaded with session/load."""
+    import logging
+
+    from .acp.agent import serve
+    from .service import SessionService
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        asyncio.run(serve(SessionService(ctx.store())))
+    except (TodoSessionsError, OSError) as exc:
+        if ctx.debug:
+            raise
+        ctx.fail(str(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

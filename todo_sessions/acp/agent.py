@@ -1,0 +1,168 @@
+"""An ACP agent on top of `SessionService` (SPEC §10), and ``serve`` to run it over stdio.
+
+- ``initialize`` advertises ``loadSession: true``.
+- ``new_session`` starts a live session; ``prompt`` runs one turn through `AgentLoop` and
+  streams each appended event as ``session/update`` notifications, in log order, while the turn
+  runs; it answers with the turn's stop reason once every update has been sent.
+- ``load_session`` replays the whole stored log (user messages, assistant text and thoughts,
+  tool calls and their results, and every ``todo/write`` as a ``plan``) and only then answers.
+  An unknown id is ``RequestError.resource_not_found``.
+- At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
+  completed entries when a turn starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from ..agent.loop import AgentLoop
+from ..agent.model import Model
+from ..core.envelope import SessionEvent
+from ..errors import SessionExistsError, SessionNotFoundError
+from ..service import SessionService
+from ..session import Session
+from ..tools.registry import ToolRegistry
+from . import _sdk
+from .builtin import PlanningModel, builtin_tools
+from .mapping import SessionUpdate, event_to_updates, replay_updates, todos_to_plan
+
+__all__ = ["TodoSessionsAgent", "serve"]
+
+logger = logging.getLogger("todo_sessions.acp")
+
+_STOP_REASONS = {
+    "completed": "end_turn",
+    "max-tokens": "max_tokens",
+    "aborted": "cancelled",
+}
+
+
+def _version() -> str:
+    try:
+        return version("todo-sessions")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+def _prompt_blocks(prompt: list[Any]) -> list[dict[str, Any]]:
+    """ACP prompt content → our content blocks (text and images; others as text notes)."""
+    blocks: list[dict[str, Any]] = []
+    for block in prompt:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            blocks.append({"type": "text", "text": block.text})
+        elif kind == "image":
+            blocks.append({"type": "image", "mediaType": block.mime_type, "data": block.data})
+        elif kind == "resource_link":
+            blocks.append({"type": "text", "text": f"[resource] {block.uri}"})
+    return blocks or [{"type": "text", "text": ""}]
+
+
+class TodoSessionsAgent:
+    """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins."""
+
+    def __init__(
+        self,
+        service: SessionService,
+        *,
+        model_factory: Callable[[], Model] = PlanningModel,
+        tools_factory: Callable[[], ToolRegistry] = builtin_tools,
+    ) -> None:
+        self.service = service
+        self._model_factory = model_factory
+        self._tools = tools_factory()
+        self._conn: Any = None
+        self._loops: dict[str, AgentLoop] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def _send(self, session_id: str, update: SessionUpdate) -> None:
+        await self._conn.session_update(session_id=session_id, update=update)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, **_: Any) -> _sdk.InitializeResponse:
+        return _sdk.InitializeResponse(
+            protocol_version=_sdk.PROTOCOL_VERSION,
+            agent_capabilities=_sdk.AgentCapabilities(load_session=True),
+            agent_info=_sdk.Implementation(name="todo-sessions", version=_version()),
+        )
+
+    async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
+        session = await self.service.new(cwd=cwd, origin="acp")
+        return _sdk.NewSessionResponse(session_id=session.id)
+
+    async def _live(self, session_id: str) -> Session:
+        if session_id in self.service.live_ids():
+            return self.service.get(session_id)
+        try:
+            return await self.service.resume(session_id)
+        except SessionNotFoundError:
+            raise _sdk.RequestError.resource_not_found(session_id) from None
+        except SessionExistsError:  # resumed concurrently by another request
+            return self.service.get(session_id)
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
+        session = await self._live(session_id)
+        for update in replay_updates(session.events, present_call=self._tools.present_call):
+            await self._send(session_id, update)
+        return _sdk.LoadSessionResponse()
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> _sdk.PromptResponse:
+        session = await self._live(session_id)
+        if session_id in self._loops:
+            raise _sdk.RequestError.invalid_request({"reason": "a prompt is already running"})
+        todos = session.todos
+        if todos and any(t.status != "completed" for t in todos):
+            await self._send(session_id, todos_to_plan(todos))
+        queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+
+        def forward(event: SessionEvent) -> None:
+            if event.type != "user/message":  # the client already shows its own prompt
+                queue.put_nowait(event)
+
+        async def sender() -> None:
+            while (event := await queue.get()) is not None:
+                for update in event_to_updates(event, present_call=self._tools.present_call):
+                    await self._send(session_id, update)
+
+        unsubscribe = session.subscribe(forward)
+        sending = asyncio.create_task(sender())
+        loop = AgentLoop(
+            session,
+            self._model_factory(),
+            self._tools,
+            checkpoint=self.service.checkpoint_for(session_id),
+        )
+        self._loops[session_id] = loop
+        try:
+            outcome = await loop.run_turn(_prompt_blocks(prompt))
+        finally:
+            del self._loops[session_id]
+            unsubscribe()
+            queue.put_nowait(None)
+            await sending
+        if outcome.reason == "error":
+            last = session.events[-1].data.get("reason", {}).get("error", {})
+            if last.get("code") == "MAX_STEPS":
+                return _sdk.PromptResponse(stop_reason="max_turn_requests")
+            raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
+        return _sdk.PromptResponse(stop_reason=_STOP_REASONS.get(outcome.reason, "end_turn"))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        loop = self._loops.get(session_id)
+        if loop is not None:
+            loop.cancel()
+
+
+async def serve(service: SessionService) -> None:
+    """Run the agent over stdin/stdout until the client disconnects."""
+    async with service:
+        await _sdk.run_agent(TodoSessionsAgent(service))
