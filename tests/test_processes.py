@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from factories import T0, header
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionEvent, SessionStore
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 
@@ -81,3 +83,47 @@ async def test_two_processes_by_four_tasks_lose_nothing(shared_db_url: str, tmp_
             assert len(events) == count, session
             assert [e.seq for e in events] == list(range(count))
         assert len(await store.list(limit=100)) == 8
+
+
+async def test_four_processes_by_four_tasks_shared_and_separate(
+    shared_db_url: str, tmp_path: Path
+) -> None:
+    async with SessionStore(shared_db_url) as store:
+        await store.create(header("shared"))
+        await store.append("shared", [SessionEvent("request/context", 0, T0, {"by": "setup"})])
+    results = run_children(
+        tmp_path, [["mixed", shared_db_url, f"p{i}", "4", "2.0"] for i in range(4)]
+    )
+    won: list[int] = [seq for r in results for seq in r["won"]]
+    assert len(won) == len(set(won)), "a seq was acknowledged twice"
+    async with SessionStore(shared_db_url) as store:
+        shared = await store.read_from("shared")
+        assert [e.seq for e in shared] == list(range(len(shared)))
+        assert sorted(won) == list(range(1, len(shared)))  # every stored event was acknowledged
+        for event in shared[1:]:
+            assert event.data["seq"] == event.seq
+        for r in results:
+            for session, count in r["own"].items():
+                assert await store.count(session) == count
+    assert sum(r["conflicts"] for r in results) > 0  # they really raced
+
+
+async def test_follow_sees_another_process_appending(shared_db_url: str, tmp_path: Path) -> None:
+    async with SessionStore(shared_db_url) as store:
+        await store.create(header("tail"))
+        await store.append("tail", [SessionEvent("request/context", 0, T0, {"by": "setup"})])
+        seen: list[int] = []
+
+        async def follow() -> None:
+            async for event in store.follow("tail", poll_interval=0.01):
+                seen.append(event.seq)
+                if event.seq == 60:
+                    return
+
+        reader = asyncio.create_task(follow())
+        child = await asyncio.to_thread(
+            run_children, tmp_path, [["append", shared_db_url, "writer", "tail", "60"]]
+        )
+        assert child[0]["appended"] == 60
+        await asyncio.wait_for(reader, 30)
+        assert seen == list(range(61))

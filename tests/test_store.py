@@ -324,3 +324,24 @@ async def test_json_columns_hold_the_wire_text(store: SessionStore) -> None:
     assert data == ok.data_json
     assert json.loads(op) == {"op": "replace", "start": 0, "end": 0}
     assert json.loads(seqs) == [0]
+
+
+async def test_follow_yields_stored_then_new_events_and_releases_on_close(
+    store: SessionStore,
+) -> None:
+    await store.create(header("f"))
+    await store.append("f", turn(0))
+    tail = store.follow("f", 2, poll_interval=0.01)
+    assert [(await anext(tail)).seq for _ in range(4)] == [2, 3, 4, 5]
+    pending = asyncio.create_task(anext(tail))
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    await store.append("f", turn(6, 2))
+    assert (await asyncio.wait_for(pending, 5)).seq == 6
+    assert (await anext(tail)).seq == 7
+    await tail.aclose()
+    pool = store._engine.pool if store._engine is not None else None
+    if hasattr(pool, "checkedout"):  # StaticPool (in-memory SQLite) has one shared connection
+        assert pool.checkedout() == 0
+    with pytest.raises(SessionNotFoundError):
+        await anext(store.follow("missing"))

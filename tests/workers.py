@@ -87,6 +87,49 @@ async def many(url: str, name: str, tasks: int, seconds: float) -> dict[str, obj
     return {"name": name, "acked": acked}
 
 
+async def append_slowly(url: str, name: str, session: str, count: int) -> dict[str, object]:
+    """Append ``count`` events one by one (the session exists), a few ms apart."""
+    async with SessionStore(url) as store:
+        start = len(await store.read_from(session))
+        for i in range(count):
+            await asyncio.sleep(0.003)
+            event = SessionEvent("request/context", start + i, T0, {"by": name, "i": i})
+            await store.append(session, [event])
+    return {"name": name, "appended": count}
+
+
+async def mixed(url: str, name: str, tasks: int, seconds: float) -> dict[str, object]:
+    """Half the tasks append to their own sessions, half race on one shared session."""
+    own: dict[str, int] = {}
+    won: list[int] = []
+    conflicts = 0
+    async with SessionStore(url) as store:
+
+        async def own_task(i: int) -> None:
+            session = f"{name}-own{i}"
+            await store.create(header(session))
+            seq, end = 0, time.monotonic() + seconds
+            while time.monotonic() < end:
+                await store.append(session, [SessionEvent("request/context", seq, T0, {"i": i})])
+                seq += 1
+                own[session] = seq
+
+        async def racing_task(i: int) -> None:
+            nonlocal conflicts
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                seq = await store.count("shared")
+                event = SessionEvent("request/context", seq, T0, {"by": f"{name}.{i}", "seq": seq})
+                try:
+                    await store.append("shared", [event])
+                    won.append(seq)
+                except SeqConflictError:
+                    conflicts += 1
+
+        await asyncio.gather(*(own_task(i) if i % 2 == 0 else racing_task(i) for i in range(tasks)))
+    return {"name": name, "own": own, "won": won, "conflicts": conflicts}
+
+
 def main() -> None:
     mode, url, name, go = sys.argv[1:5]
     rest = sys.argv[5:]
@@ -95,6 +138,10 @@ def main() -> None:
         result = asyncio.run(open_fresh(url, name))
     elif mode == "race":
         result = asyncio.run(race(url, name, rest[0], int(rest[1])))
+    elif mode == "append":
+        result = asyncio.run(append_slowly(url, name, rest[0], int(rest[1])))
+    elif mode == "mixed":
+        result = asyncio.run(mixed(url, name, int(rest[0]), float(rest[1])))
     elif mode == "many":
         result = asyncio.run(many(url, name, int(rest[0]), float(rest[1])))
     else:

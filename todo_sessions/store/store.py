@@ -12,7 +12,7 @@ import asyncio
 import copy
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -37,6 +37,7 @@ from .migrate import _upgrade, check_not_foreign, check_revision, head_revision,
 from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
 from .sqlite import AppendOutcome, SQLiteWriter, _new_session_values, check_batch_start
+from .tail import LogTail
 from .translate import is_unique_violation, translate_errors
 from .views import LogViews
 
@@ -66,7 +67,7 @@ def _check_seq_arg(name: str, value: int) -> None:
         raise ValueError(f"{name} must be >= 0, got {value}")
 
 
-class SessionStore(LogViews):
+class SessionStore(LogViews, LogTail):
     """The append-only session log.
 
     ``SessionStore(url)`` takes a SQLAlchemy-style URL (``sqlite:///path``,
@@ -449,28 +450,6 @@ class SessionStore(LogViews):
             next_seq=r["next_seq"],
             revision=self._token(r["incarnation"], r["revision"]),
         )
-
-    async def stream(
-        self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
-    ) -> AsyncIterator[SessionEvent]:
-        """Like `read_from`, as an async iterator reading ``page_size`` events per query.
-
-        Each page is its own short read, so no transaction stays open while the caller works.
-        """
-        _check_seq_arg("from_seq", from_seq)
-        size = page_size or self.page_size
-        engine = await self._ready()
-        seq = from_seq
-        while True:
-            with translate_errors(f"reading session {session_id!r}"):
-                async with self._read_conn(engine) as conn:
-                    row = await self._session_row(conn, session_id)
-                    page = await self._events(conn, session_id, row["next_seq"], seq, size)
-            for event in page:
-                yield event
-            seq += len(page)
-            if len(page) < size:
-                return
 
     async def list(
         self, *, limit: int = 100, before: SessionSummary | None = None

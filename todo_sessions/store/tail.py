@@ -1,0 +1,155 @@
+"""Reading a session as a stream: `stream` (what is stored now) and `follow` (and what comes).
+
+Both read in pages by seq, each page its own short transaction, so no transaction stays open
+while the caller works and memory stays flat for any session size.
+
+`follow` keeps going after the end of the log. On PostgreSQL it sleeps until a
+``NOTIFY todo_sessions_appended`` for the session (sent by a trigger on every append, from any
+process), with a periodic re-check as a safety net; on SQLite it polls every ``poll_interval``
+seconds (default 0.05 s), so a new event is seen within about that interval plus one query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ..core.envelope import SessionEvent
+from .translate import translate_errors
+
+__all__ = ["NOTIFY_CHANNEL", "LogTail"]
+
+NOTIFY_CHANNEL = "todo_sessions_appended"
+"""PostgreSQL channel notified with the session id after each committed append."""
+
+_PG_RECHECK_SECONDS = 2.0
+
+
+def _check_from(from_seq: int) -> None:
+    if type(from_seq) is not int:
+        raise TypeError(f"from_seq must be an int, got {type(from_seq).__name__}")
+    if from_seq < 0:
+        raise ValueError(f"from_seq must be >= 0, got {from_seq}")
+
+
+class LogTail:
+    """Mixed into `SessionStore`; relies on its connection and read helpers."""
+
+    page_size: int
+
+    @property
+    @abstractmethod
+    def dialect(self) -> str: ...
+
+    @abstractmethod
+    async def _ready(self) -> AsyncEngine: ...
+
+    @abstractmethod
+    def _read_conn(self, engine: AsyncEngine) -> Any: ...
+
+    @abstractmethod
+    async def _session_row(self, conn: AsyncConnection, session_id: str) -> Any: ...
+
+    @abstractmethod
+    async def _events(
+        self,
+        conn: AsyncConnection,
+        session_id: str,
+        next_seq: int,
+        from_seq: int,
+        limit: int | None = None,
+    ) -> list[SessionEvent]: ...
+
+    async def _page(
+        self, engine: AsyncEngine, session_id: str, seq: int, size: int
+    ) -> list[SessionEvent]:
+        with translate_errors(f"reading session {session_id!r}"):
+            async with self._read_conn(engine) as conn:
+                row = await self._session_row(conn, session_id)
+                return await self._events(conn, session_id, row["next_seq"], seq, size)
+
+    async def stream(
+        self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
+    ) -> AsyncIterator[SessionEvent]:
+        """Like `read_from`, as an async iterator reading ``page_size`` events per query."""
+        _check_from(from_seq)
+        size = page_size or self.page_size
+        engine = await self._ready()
+        seq = from_seq
+        while True:
+            page = await self._page(engine, session_id, seq, size)
+            for event in page:
+                yield event
+            seq += len(page)
+            if len(page) < size:
+                return
+
+    async def follow(
+        self,
+        session_id: str,
+        from_seq: int = 0,
+        *,
+        poll_interval: float = 0.05,
+        page_size: int | None = None,
+    ) -> AsyncIterator[SessionEvent]:
+        """The stored events from ``from_seq``, then each new one as any process appends it,
+        in seq order with no gaps or duplicates. Runs until the caller stops iterating (or the
+        session is deleted: `SessionNotFoundError`). Closing the iterator releases its
+        connection."""
+        _check_from(from_seq)
+        size = page_size or self.page_size
+        engine = await self._ready()
+        wake = asyncio.Event()
+        async with self._wakeups(engine, session_id, wake) as wait:
+            seq = from_seq
+            while True:
+                wake.clear()
+                page = await self._page(engine, session_id, seq, size)
+                for event in page:
+                    yield event
+                seq += len(page)
+                if len(page) < size:
+                    await wait(poll_interval)
+
+    @contextlib.asynccontextmanager
+    async def _wakeups(
+        self, engine: AsyncEngine, session_id: str, wake: asyncio.Event
+    ) -> AsyncIterator[Callable[[float], Awaitable[None]]]:
+        """A ``wait(poll_interval)`` that returns when the session may have new events."""
+        if self.dialect != "postgresql":
+
+            async def poll(interval: float) -> None:
+                await asyncio.sleep(interval)
+
+            yield poll
+            return
+
+        def notified(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            if payload == session_id:
+                wake.set()
+
+        async def until_notified(_interval: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), _PG_RECHECK_SECONDS)
+
+        with translate_errors(f"following session {session_id!r}"):
+            conn = await engine.connect()
+            try:
+                raw = await conn.get_raw_connection()
+                listener = raw.driver_connection
+                await listener.add_listener(NOTIFY_CHANNEL, notified)
+            except BaseException:
+                await conn.close()
+                raise
+        try:
+            yield until_notified
+        finally:
+            try:
+                await listener.remove_listener(NOTIFY_CHANNEL, notified)
+            finally:
+                await conn.close()
