@@ -4,6 +4,9 @@ Everything a session does is stored as typed events; projections rebuild the tod
 the model's message history from them. See README.md and SPEC.md.
 """
 
+from .acp.mapping import todos_to_plan
+from .agent.loop import AgentLoop, TurnOutcome
+from .agent.model import Model, ScriptedModel, ScriptedResponse
 from .core.catalog import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -19,7 +22,10 @@ from .core.messages import (
     Message,
     UserMessage,
 )
-from .core.todos import TodoItem
+from .core.repair import interrupted_turn_closers
+from .core.structure import check_structure
+from .core.surface import derive_messages, fold_surface
+from .core.todos import TodoItem, current_todos, render_todos, standing_plan
 from .errors import (
     CorruptSessionError,
     FormatUnsupportedError,
@@ -33,15 +39,19 @@ from .errors import (
     StructureError,
     TodoSessionsError,
 )
+from .service import SessionService
+from .session import Session
 from .store.migrate import migrate
 from .store.results import SessionSummary, StoredLog
 from .store.store import SessionStore
+from .tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EVENT_TYPES",
     "FORMAT_VERSION",
+    "AgentLoop",
     "AssistantMessage",
     "ContentBlock",
     "CorruptSessionError",
@@ -49,12 +59,17 @@ __all__ = [
     "FormatUnsupportedError",
     "InvalidEventError",
     "Message",
+    "Model",
     "SchemaError",
+    "ScriptedModel",
+    "ScriptedResponse",
     "SeqConflictError",
+    "Session",
     "SessionEvent",
     "SessionExistsError",
     "SessionHeader",
     "SessionNotFoundError",
+    "SessionService",
     "SessionStore",
     "SessionSummary",
     "StoreBusyError",
@@ -65,9 +80,22 @@ __all__ = [
     "SurfaceReplace",
     "TodoItem",
     "TodoSessionsError",
+    "TodoWriteTool",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+    "TurnOutcome",
     "UserMessage",
     "__version__",
+    "check_structure",
+    "current_todos",
+    "derive_messages",
+    "fold_surface",
+    "interrupted_turn_closers",
     "migrate",
     "register_event_type",
+    "render_todos",
+    "standing_plan",
+    "todos_to_plan",
     "validate_event",
 ]
