@@ -4,7 +4,6 @@ Everything a session does is stored as typed events; projections rebuild the tod
 the model's message history from them. See README.md and SPEC.md.
 """
 
-from .acp.mapping import todos_to_plan
 from .agent.loop import AgentLoop, TurnOutcome
 from .agent.model import Model, ScriptedModel, ScriptedResponse
 from .core.catalog import (
@@ -47,6 +46,15 @@ from .store.store import SessionStore
 from .tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The ACP SDK takes half a second to import: load it only when the bridge is used.
+    if name == "todos_to_plan":
+        from .acp.mapping import todos_to_plan
+
+        return todos_to_plan
+    raise AttributeError(f"module 'todo_sessions' has no attribute {name!r}")
 
 __all__ = [
     "EVENT_TYPES",
