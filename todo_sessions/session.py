@@ -17,9 +17,8 @@ from typing import Any
 from .core.catalog import EVENT_TYPES, validate_event
 from .core.envelope import SessionEvent, SurfaceOp
 from .core.header import SessionHeader
-from .core.messages import Message
 from .core.structure import OpenCall, StructureChecker
-from .core.surface import SurfaceState
+from .core.surface import MessageSnapshot, SurfaceState
 from .core.todos import TodoItem, todos_from_payload
 from .errors import InvalidEventError
 
@@ -119,9 +118,13 @@ class Session:
         """Tool calls of the open turn that have no result yet, in call order."""
         return self._structure.unanswered_calls()
 
-    def derive_messages(self) -> list[Message]:
-        """The model's message history (surface events only)."""
-        return self._surface.messages()
+    def derive_messages(self) -> MessageSnapshot:
+        """The model's message history (surface events only), as an immutable snapshot.
+
+        O(1): the session keeps the messages as events are appended; the snapshot is a
+        `Sequence` that later appends never change (``list(...)`` gives a plain list).
+        """
+        return self._surface.snapshot()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback(event)`` after each committed append; returns an unsubscribe."""

@@ -208,17 +208,21 @@ class SessionEvent:
         source_event_seqs: tuple[int, ...] | None,
         ignorable: bool,
     ) -> SessionEvent:
-        """Build without checks from parts that are already validated (store rows, repairs)."""
-        event = cls.__new__(cls)
-        _set(event, "type", type)
-        _set(event, "seq", seq)
-        _set(event, "time", time)
-        _set(event, "surface_op", surface_op)
-        _set(event, "source_event_seqs", source_event_seqs)
-        _set(event, "ignorable", ignorable)
-        _set(event, "_data", data)
-        _set(event, "_data_json", data_json)
-        _set(event, "_frozen", None)
+        """Build without checks from parts that are already validated (store rows, repairs).
+
+        This is the per-row cost of every read, so it sets the slots through their
+        descriptors directly (about half the cost of ``object.__setattr__``).
+        """
+        event = _new(cls)
+        _set_type(event, type)
+        _set_seq(event, seq)
+        _set_time(event, time)
+        _set_surface_op(event, surface_op)
+        _set_source_event_seqs(event, source_event_seqs)
+        _set_ignorable(event, ignorable)
+        _set_data(event, data)
+        _set_data_json(event, data_json)
+        _set_frozen(event, None)
         return event
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
@@ -379,3 +383,16 @@ class SessionEvent:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SessionEvent.from_json, (self.to_json(),))
+
+
+_new = object.__new__
+_slot = SessionEvent.__dict__
+_set_type = _slot["type"].__set__
+_set_seq = _slot["seq"].__set__
+_set_time = _slot["time"].__set__
+_set_surface_op = _slot["surface_op"].__set__
+_set_source_event_seqs = _slot["source_event_seqs"].__set__
+_set_ignorable = _slot["ignorable"].__set__
+_set_data = _slot["_data"].__set__
+_set_data_json = _slot["_data_json"].__set__
+_set_frozen = _slot["_frozen"].__set__

@@ -12,9 +12,10 @@ being derived.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, overload
 
 from pydantic import ValidationError
 
@@ -24,6 +25,7 @@ from .envelope import SessionEvent, SurfaceReplace
 from .messages import AssistantMessage, Message, UserMessage
 
 __all__ = [
+    "MessageSnapshot",
     "Replacement",
     "SurfaceFold",
     "SurfaceState",
@@ -79,15 +81,16 @@ def _is_eligible(event: SessionEvent) -> bool:
 def _build_message(event: SessionEvent) -> Message | None:
     """The message a surface node contributes, or None (empty assistant message, other types)."""
     try:
+        data = event._data  # the plain decoded payload: no need to freeze it just to read it
         if event.type == "user/message":
-            return UserMessage.model_validate(event.data)
+            return UserMessage.model_validate(data)
         if event.type == "assistant/message":
-            message = event.data["message"]
+            message = data["message"]
             if not message.get("content"):
                 return None
             return AssistantMessage.model_validate(message)
         if event.type == "tool/result":
-            return UserMessage.model_validate(event.data["message"])
+            return UserMessage.model_validate(data["message"])
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         detail = (
             exc.errors(include_url=False)[0]["msg"]
@@ -96,6 +99,50 @@ def _build_message(event: SessionEvent) -> Message | None:
         )
         _fail(event, f"cannot build its message: {detail}", "data")
     return None
+
+
+class MessageSnapshot(Sequence[Message]):
+    """A read-only sequence of derived messages that never changes once taken."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.islice(self._items, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == self._length and all(
+                a == b for a, b in zip(self, other, strict=False)
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("MessageSnapshot is not hashable")
+
+    def __repr__(self) -> str:
+        return f"MessageSnapshot({list(self)!r})"
 
 
 class SurfaceState:
@@ -143,9 +190,17 @@ class SurfaceState:
 
     def messages(self) -> list[Message]:
         """The derived message list (a fresh list; the message models are shared, immutable)."""
+        return list(self.snapshot())
+
+    def snapshot(self) -> MessageSnapshot:
+        """The derived messages as an immutable snapshot, in O(1).
+
+        Appends only ever extend the internal list and a replace builds a new one, so a
+        snapshot (a list and a length) never changes after it is taken.
+        """
         if not self._build:
             raise RuntimeError("this SurfaceState was created with build_messages=False")
-        return list(self._messages)
+        return MessageSnapshot(self._messages, len(self._messages))
 
     # -- folding --------------------------------------------------------------------------------
 

@@ -131,11 +131,12 @@ def _bad_constant(name: str) -> Any:
 
 
 def rows_to_events(
-    session_id: str, rows: Iterable[Sequence[Any]], *, expect_seq: int
+    session_id: str, rows: Iterable[Sequence[Any]], *, expect_seq: int | None
 ) -> list[SessionEvent]:
     """Decode ``(seq, type, time, data, surface_op, source_event_seqs, ignorable)`` rows.
 
     Rows must run contiguously from ``expect_seq``; a gap raises `CorruptSessionError`.
+    ``expect_seq=None`` reads a sparse selection (surface rows) without that check.
     """
     events: list[SessionEvent] = []
     append = events.append
@@ -144,7 +145,7 @@ def rows_to_events(
     seq = expect_seq
     for row in rows:
         row_seq, kind, time, data_text, op_text, seqs_text, ignorable = row
-        if row_seq != seq:
+        if seq is not None and row_seq != seq:
             detail = f"seq {seq} is missing (next stored row has seq {row_seq})"
             raise CorruptSessionError(session_id, seq, detail)
         try:
@@ -175,5 +176,6 @@ def rows_to_events(
                     session_id, row_seq, f"stored todo/write is invalid: {problem}"
                 )
         append(trusted(kind, row_seq, time, data, data_text, op, seqs, ignorable))
-        seq += 1
+        if seq is not None:
+            seq += 1
     return events

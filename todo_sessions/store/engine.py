@@ -131,7 +131,9 @@ def make_engine(
             target.url,
             pool_size=pool_size,
             max_overflow=max_overflow,
-            pool_pre_ping=True,
+            # No pre-ping: it costs three extra round trips per checkout (measured: single
+            # appends 0.45x → 0.65x of plain asyncpg without it). A connection that died is
+            # invalidated on its first error and replaced, and recycling bounds its age.
             pool_recycle=1800,
         )
     options = sqlite or SQLiteOptions()

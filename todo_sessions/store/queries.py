@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, tuple_
+from sqlalchemy import Select, bindparam, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
@@ -13,11 +13,8 @@ from .schema import session_events, sessions, store_state
 __all__ = [
     "append_state",
     "compile_positional",
-    "count_events_of_type",
-    "count_sessions",
     "insert_events",
     "insert_session",
-    "select_events",
     "select_header",
     "select_store_id",
     "select_summaries",
@@ -59,19 +56,6 @@ def insert_session(dialect_name: str) -> Insert:
 select_header = select(sessions).where(se.id == bindparam("session_id"))
 
 
-def select_events(*, limit: bool = False, upto: bool = False) -> Select[Any]:
-    """Event rows of one session from ``from_seq``, in seq order (optionally a page)."""
-    query = select(
-        ev.seq, ev.type, ev.time, ev.data, ev.surface_op, ev.source_event_seqs, ev.ignorable
-    ).where(ev.session_id == bindparam("session_id"), ev.seq >= bindparam("from_seq"))
-    if upto:
-        query = query.where(ev.seq < bindparam("upto_seq"))
-    query = query.order_by(ev.seq)
-    if limit:
-        query = query.limit(bindparam("limit"))
-    return query
-
-
 def select_summaries(*, before: bool) -> Select[Any]:
     query = select(
         se.id,
@@ -88,15 +72,6 @@ def select_summaries(*, before: bool) -> Select[Any]:
             tuple_(se.updated_at, se.id) < tuple_(bindparam("b_updated_at"), bindparam("b_id"))
         )
     return query.order_by(se.updated_at.desc(), se.id.desc()).limit(bindparam("limit"))
-
-
-count_sessions = select(func.count()).select_from(sessions)
-
-count_events_of_type = (
-    select(func.count())
-    .select_from(session_events)
-    .where(ev.session_id == bindparam("session_id"), ev.type == bindparam("type"))
-)
 
 
 def compile_positional(statement: Any, dialect: Any) -> tuple[str, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""The SQLite append path: one writer connection, one thread hop per append.
+"""The SQLite hot paths: one writer connection, one thread hop per append; reader threads.
 
 Why: an append is four statements in one transaction. Through SQLAlchemy over aiosqlite each
 statement is a separate hop to the driver's thread plus Core's per-call work, which measured at
@@ -13,21 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from ..errors import SeqConflictError, SessionNotFoundError
 from .engine import SQLiteOptions, connect_sqlite
+from .gcpause import paused_gc
 from .queries import append_state, compile_positional, insert_events, update_after_append
 from .queries import insert_session as insert_session_for
+from .reads import SQLiteRows
 from .schema import session_events, sessions
 
-__all__ = ["AppendOutcome", "SQLiteWriter", "check_batch_start"]
+__all__ = ["AppendOutcome", "SQLiteReader", "SQLiteWriter", "check_batch_start"]
+
+T = TypeVar("T")
 
 AppendOutcome = tuple[str, int, int]
 """``(incarnation, revision, next_seq)`` after a committed append."""
@@ -132,3 +137,50 @@ class SQLiteWriter:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, _close)
         self._executor.shutdown(wait=True)
+
+
+class SQLiteReader:
+    """Runs read operations on plain sqlite3 connections in a small pool of reader threads.
+
+    Each read is one thread hop: the queries and the decoding of rows into events happen in the
+    worker, inside one read transaction (a consistent WAL snapshot). Every worker thread has its
+    own connection with the store's settings.
+    """
+
+    def __init__(self, path: Path, options: SQLiteOptions, *, workers: int = 2) -> None:
+        self._path = path
+        self._options = options
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="todo-sessions-reader")
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect_sqlite(self._path, self._options)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def _call(self, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            with paused_gc():
+                return op(SQLiteRows(conn), *args)
+        finally:
+            conn.execute("ROLLBACK")
+
+    async def run(self, op: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, op, args)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._executor.shutdown, True)
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()

@@ -12,9 +12,9 @@ import asyncio
 import copy
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -24,19 +24,27 @@ from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.structure import StructureChecker
 from ..errors import (
-    CorruptSessionError,
     SchemaError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
 )
 from . import queries as q
-from .codec import check_format_version, event_row, header_from_row, header_row, rows_to_events
+from . import reads
+from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, begin_write, make_engine, parse_url
+from .gcpause import paused_gc
 from .migrate import _upgrade, check_not_foreign, check_revision, head_revision, run_locked
+from .reads import CoreRows
 from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
-from .sqlite import AppendOutcome, SQLiteWriter, _new_session_values, check_batch_start
+from .sqlite import (
+    AppendOutcome,
+    SQLiteReader,
+    SQLiteWriter,
+    _new_session_values,
+    check_batch_start,
+)
 from .tail import LogTail
 from .translate import is_unique_violation, translate_errors
 from .views import LogViews
@@ -44,6 +52,7 @@ from .views import LogViews
 __all__ = ["SessionStore", "default_url"]
 
 EventInput = SessionEvent | Mapping[str, Any]
+T = TypeVar("T")
 
 
 def default_url() -> str:
@@ -102,6 +111,7 @@ class SessionStore(LogViews, LogTail):
         self.page_size = page_size
         self._engine: AsyncEngine | None = None
         self._writer: SQLiteWriter | None = None
+        self._reader: SQLiteReader | None = None
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}
         self._checkers: dict[str, StructureChecker] = {}
@@ -147,6 +157,7 @@ class SessionStore(LogViews, LogTail):
             self._store_id = store_id
             if self._target.path is not None:
                 self._writer = SQLiteWriter(self._target.path, self._sqlite)
+                self._reader = SQLiteReader(self._target.path, self._sqlite)
             self._engine = engine
             return self
 
@@ -168,10 +179,13 @@ class SessionStore(LogViews, LogTail):
     async def aclose(self) -> None:
         """Close connections. Pending (never appended) creates are forgotten."""
         self._closed = True
-        writer, engine = self._writer, self._engine
-        self._writer = self._engine = None
+        writer, reader, engine = self._writer, self._reader, self._engine
+        self._writer = self._reader = None
+        self._engine = None
         if writer is not None:
             await writer.close()
+        if reader is not None:
+            await reader.close()
         if engine is not None:
             await engine.dispose()
 
@@ -344,101 +358,56 @@ class SessionStore(LogViews, LogTail):
             return self._token("", 0)
         raise SessionNotFoundError(session_id)
 
-    async def _session_row(self, conn: AsyncConnection, session_id: str) -> Any:
-        row = (await conn.execute(q.select_header, {"session_id": session_id})).mappings().first()
-        if row is None:
-            raise SessionNotFoundError(session_id)
-        check_format_version(session_id, row["format_version"])
-        return row
+    async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T:
+        """Run a read operation of `reads` in one read transaction: in a reader thread on a
+        SQLite file, else through ``run_sync`` on a pooled SQLAlchemy connection."""
+        engine = await self._ready()
+        with translate_errors(what):
+            if self._reader is not None:
+                return await self._reader.run(op, *args)
+            async with self._read_conn(engine) as conn:
+                return await conn.run_sync(_with_rows, op, args)
 
-    async def _events(
-        self,
-        conn: AsyncConnection,
-        session_id: str,
-        next_seq: int,
-        from_seq: int,
-        limit: int | None = None,
-    ) -> list[SessionEvent]:
-        """Events ``from_seq`` up to the ``next_seq`` read in this same transaction.
-
-        The upper bound makes the result consistent with the session row even where each
-        statement sees a newer snapshot (PostgreSQL's READ COMMITTED): rows committed after
-        the session row was read are left for the next read.
-        """
-        params: dict[str, Any] = {
-            "session_id": session_id,
-            "from_seq": from_seq,
-            "upto_seq": next_seq,
-        }
-        if limit is not None:
-            params["limit"] = limit
-        result = await conn.execute(q.select_events(limit=limit is not None, upto=True), params)
-        events = rows_to_events(session_id, result.all(), expect_seq=from_seq)
-        expected_end = next_seq if limit is None else min(next_seq, from_seq + limit)
-        if from_seq < expected_end and len(events) != expected_end - from_seq:
-            missing = from_seq + len(events)
-            raise CorruptSessionError(
-                session_id,
-                missing,
-                f"seq {missing} is missing (the session's next seq is {next_seq})",
-            )
-        return events
+    async def _read_events(
+        self, session_id: str, from_seq: int, limit: int | None = None
+    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        return await self._read(
+            f"reading session {session_id!r}", reads.read_events, session_id, from_seq, limit
+        )
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> list[SessionEvent]:
         """The stored events with ``seq >= from_seq``, exactly as stored."""
         _check_seq_arg("from_seq", from_seq)
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                return await self._events(conn, session_id, row["next_seq"], from_seq)
+        return (await self._read_events(session_id, from_seq))[1]
 
     async def read(self, session_id: str) -> StoredLog:
         """Header, every event and the revision token, read in one transaction."""
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                events = await self._events(conn, session_id, row["next_seq"], 0)
+        row, events = await self._read_events(session_id, 0)
         return StoredLog(
             header_from_row(row), tuple(events), self._token(row["incarnation"], row["revision"])
         )
 
+    async def _session(self, session_id: str) -> dict[str, Any]:
+        return await self._read(f"reading session {session_id!r}", reads.read_session, session_id)
+
     async def header(self, session_id: str) -> SessionHeader:
         """The stored header of a session."""
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                return header_from_row(await self._session_row(conn, session_id))
+        return header_from_row(await self._session(session_id))
 
     async def revision(self, session_id: str) -> str:
         """The current revision token of a stored session."""
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
+        row = await self._session(session_id)
         return self._token(row["incarnation"], row["revision"])
 
     async def summary(self, session_id: str) -> SessionSummary:
         """The `list` entry of one session."""
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-        return self._summary(row)
+        return self._summary(await self._session(session_id))
 
     async def count(self, session_id: str, *, type: str | None = None) -> int:
         """How many events the session has (of one ``type``, through the type index)."""
-        engine = await self._ready()
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                if type is None:
-                    return int(row["next_seq"])
-                result = await conn.execute(
-                    q.count_events_of_type, {"session_id": session_id, "type": type}
-                )
-                return int(result.scalar_one())
+        return await self._read(
+            f"counting events of session {session_id!r}", reads.count_of_type, session_id, type
+        )
 
     def _summary(self, r: Any) -> SessionSummary:
         return SessionSummary(
@@ -476,6 +445,11 @@ class SessionStore(LogViews, LogTail):
         with translate_errors("running a maintenance function"):
             async with _Conn(engine, self._memory_lock, write=write) as conn:
                 return await conn.run_sync(fn)
+
+
+def _with_rows(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+    with paused_gc():
+        return op(CoreRows(sync_conn), *args)
 
 
 class _Conn:

@@ -17,7 +17,7 @@ from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..core.envelope import SessionEvent
 from .translate import translate_errors
@@ -50,28 +50,12 @@ class LogTail:
     async def _ready(self) -> AsyncEngine: ...
 
     @abstractmethod
-    def _read_conn(self, engine: AsyncEngine) -> Any: ...
+    async def _read_events(
+        self, session_id: str, from_seq: int, limit: int | None = None
+    ) -> tuple[dict[str, Any], list[SessionEvent]]: ...
 
-    @abstractmethod
-    async def _session_row(self, conn: AsyncConnection, session_id: str) -> Any: ...
-
-    @abstractmethod
-    async def _events(
-        self,
-        conn: AsyncConnection,
-        session_id: str,
-        next_seq: int,
-        from_seq: int,
-        limit: int | None = None,
-    ) -> list[SessionEvent]: ...
-
-    async def _page(
-        self, engine: AsyncEngine, session_id: str, seq: int, size: int
-    ) -> list[SessionEvent]:
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                return await self._events(conn, session_id, row["next_seq"], seq, size)
+    async def _page(self, session_id: str, seq: int, size: int) -> list[SessionEvent]:
+        return (await self._read_events(session_id, seq, size))[1]
 
     async def stream(
         self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
@@ -79,10 +63,9 @@ class LogTail:
         """Like `read_from`, as an async iterator reading ``page_size`` events per query."""
         _check_from(from_seq)
         size = page_size or self.page_size
-        engine = await self._ready()
         seq = from_seq
         while True:
-            page = await self._page(engine, session_id, seq, size)
+            page = await self._page(session_id, seq, size)
             for event in page:
                 yield event
             seq += len(page)
@@ -109,7 +92,7 @@ class LogTail:
             seq = from_seq
             while True:
                 wake.clear()
-                page = await self._page(engine, session_id, seq, size)
+                page = await self._page(session_id, seq, size)
                 for event in page:
                     yield event
                 seq += len(page)

@@ -15,53 +15,38 @@ from __future__ import annotations
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable
-from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
-from ..core.jsonvalue import decode_json
 from ..core.messages import Message
 from ..core.repair import interrupted_turn_closers
 from ..core.structure import StructureChecker
 from ..core.surface import derive_messages
-from ..core.todos import TodoItem, todos_from_payload
-from ..errors import CorruptSessionError, InvalidEventError, SeqConflictError, StructureError
-from .codec import rows_to_events
+from ..core.todos import TodoItem
+from ..errors import SeqConflictError, StructureError
+from . import reads
+from .gcpause import paused_gc
 from .results import StoredLog
-from .schema import session_events
-from .translate import translate_errors
 
 __all__ = ["LogViews"]
 
-ev = session_events.c
+T = TypeVar("T")
 
 _LOAD_ATTEMPTS = 5
 
 
-def _bound(next_seq: int, upto_seq: int | None) -> int:
-    """Exclusive upper seq bound for a view as of ``upto_seq`` (inclusive)."""
-    if upto_seq is None:
-        return next_seq
-    if type(upto_seq) is not int or upto_seq < 0:
+def _check_upto(upto_seq: int | None) -> None:
+    if upto_seq is not None and (type(upto_seq) is not int or upto_seq < 0):
         raise ValueError(f"upto_seq must be a non-negative int, got {upto_seq!r}")
-    return min(next_seq, upto_seq + 1)
 
 
 class LogViews:
     """Mixed into `SessionStore`; relies on its connection and read helpers."""
 
     @abstractmethod
-    async def _ready(self) -> AsyncEngine: ...
-
-    @abstractmethod
-    def _read_conn(self, engine: AsyncEngine) -> Any: ...
-
-    @abstractmethod
-    async def _session_row(self, conn: AsyncConnection, session_id: str) -> Any: ...
+    async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T: ...
 
     @abstractmethod
     def _token(self, incarnation: str, revision: int) -> str: ...
@@ -81,63 +66,24 @@ class LogViews:
         self, session_id: str, *, upto_seq: int | None = None
     ) -> list[TodoItem] | None:
         """The todo list of the latest ``todo/write`` (as of ``upto_seq``), or None."""
-        engine = await self._ready()
-        with translate_errors(f"reading todos of session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                bound = _bound(row["next_seq"], upto_seq)
-                found = (
-                    await conn.execute(
-                        select(ev.seq, ev.data)
-                        .where(
-                            ev.session_id == session_id,
-                            ev.type == "todo/write",
-                            ev.seq < bound,
-                        )
-                        .order_by(ev.seq.desc())
-                        .limit(1)
-                    )
-                ).first()
-        if found is None:
-            return None
-        seq, data_text = found
-        try:
-            return todos_from_payload(decode_json(data_text, strict=False), seq=seq)
-        except (ValueError, InvalidEventError) as exc:
-            raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
+        _check_upto(upto_seq)
+        return await self._read(
+            f"reading todos of session {session_id!r}", reads.latest_todos, session_id, upto_seq
+        )
 
     async def derive_messages(
         self, session_id: str, *, upto_seq: int | None = None
     ) -> list[Message]:
         """The model's message history, read from surface rows only (as of ``upto_seq``)."""
-        engine = await self._ready()
-        with translate_errors(f"reading messages of session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = await self._session_row(conn, session_id)
-                bound = _bound(row["next_seq"], upto_seq)
-                rows = (
-                    await conn.execute(
-                        select(
-                            ev.seq,
-                            ev.type,
-                            ev.time,
-                            ev.data,
-                            ev.surface_op,
-                            ev.source_event_seqs,
-                            ev.ignorable,
-                        )
-                        .where(
-                            ev.session_id == session_id,
-                            ev.surface_op.is_not(None),
-                            ev.seq < bound,
-                        )
-                        .order_by(ev.seq)
-                    )
-                ).all()
-        events = []
-        for one in rows:  # surface rows are sparse: decode each as its own run
-            events.extend(rows_to_events(session_id, [one], expect_seq=one[0]))
-        return derive_messages(events)
+        _check_upto(upto_seq)
+        events = await self._read(
+            f"reading messages of session {session_id!r}",
+            reads.surface_events,
+            session_id,
+            upto_seq,
+        )
+        with paused_gc():
+            return derive_messages(events)
 
     # -- crash repair ---------------------------------------------------------------------------
 

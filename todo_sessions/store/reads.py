@@ -1,0 +1,207 @@
+"""Every read the store does, written once as a plain function over a `Rows` source.
+
+A read operation (``read_events``, ``latest_todos``, ``surface_events``, ...) takes a `Rows`
+and does its queries and decoding synchronously. It runs either
+
+- on a SQLite file, in a reader thread on a plain ``sqlite3`` connection (`SQLiteRows`): one
+  thread hop per read, no per-row SQLAlchemy processing; this is the measured hot path of
+  ``read_from`` (see ``bench/store_bench.py``); or
+- anywhere else (PostgreSQL, in-memory SQLite), through ``AsyncConnection.run_sync`` on a
+  SQLAlchemy connection (`CoreRows`).
+
+Both run the same SQLAlchemy Core statements (`STATEMENTS`; the SQLite text is compiled from
+them once), inside one read transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection
+
+from ..core.envelope import SessionEvent
+from ..core.jsonvalue import decode_json
+from ..core.todos import TodoItem, todos_from_payload
+from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
+from .codec import check_format_version, rows_to_events
+from .queries import compile_positional
+from .schema import session_events, sessions
+
+__all__ = [
+    "STATEMENTS",
+    "CoreRows",
+    "Rows",
+    "SQLiteRows",
+    "count_of_type",
+    "latest_todos",
+    "read_events",
+    "read_session",
+    "surface_events",
+]
+
+ev = session_events.c
+se = sessions.c
+
+SESSION_COLUMNS = (
+    "id",
+    "format_version",
+    "created_at",
+    "cwd",
+    "parent_session",
+    "seed_length",
+    "origin",
+    "delegation_depth",
+    "title",
+    "incarnation",
+    "revision",
+    "next_seq",
+    "updated_at",
+)
+_EVENT_COLUMNS = (
+    ev.seq,
+    ev.type,
+    ev.time,
+    ev.data,
+    ev.surface_op,
+    ev.source_event_seqs,
+    ev.ignorable,
+)
+_SID = bindparam("session_id")
+
+STATEMENTS: dict[str, Any] = {
+    "session": select(*(se[name] for name in SESSION_COLUMNS)).where(se.id == _SID),
+    "events": select(*_EVENT_COLUMNS)
+    .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
+    .order_by(ev.seq),
+    "surface": select(*_EVENT_COLUMNS)
+    .where(ev.session_id == _SID, ev.surface_op.is_not(None), ev.seq < bindparam("upto"))
+    .order_by(ev.seq),
+    "latest_of_type": select(ev.seq, ev.data)
+    .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
+    .order_by(ev.seq.desc())
+    .limit(1),
+    "count_of_type": select(func.count())
+    .select_from(session_events)
+    .where(ev.session_id == _SID, ev.type == bindparam("type")),
+}
+"""The read statements, by name."""
+
+_SQLITE = sqlite_dialect.dialect(paramstyle="qmark")
+_COMPILED = {name: compile_positional(stmt, _SQLITE) for name, stmt in STATEMENTS.items()}
+_DEFAULTS = {
+    name: {k: v for k, v in stmt.compile(dialect=_SQLITE).params.items() if v is not None}
+    for name, stmt in STATEMENTS.items()
+}
+"""Values of literal binds such as ``LIMIT 1``, which the caller does not pass."""
+
+
+class Rows(Protocol):
+    """Runs a named statement of `STATEMENTS` and returns its rows as tuples."""
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
+
+
+class SQLiteRows:
+    """`Rows` on a plain sqlite3 connection (the statements compiled to SQLite text)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        sql, order = _COMPILED[name]
+        values = {**_DEFAULTS[name], **params}
+        return self._conn.execute(sql, tuple(values[key] for key in order)).fetchall()
+
+
+class CoreRows:
+    """`Rows` on a (sync facade of a) SQLAlchemy connection."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        return self._conn.execute(STATEMENTS[name], dict(params)).all()
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+def read_session(rows: Rows, session_id: str) -> dict[str, Any]:
+    """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
+    `FormatUnsupportedError`."""
+    found = rows.fetch("session", {"session_id": session_id})
+    if not found:
+        raise SessionNotFoundError(session_id)
+    row = dict(zip(SESSION_COLUMNS, found[0], strict=True))
+    check_format_version(session_id, row["format_version"])
+    return row
+
+
+def _bound(next_seq: int, upto_seq: int | None) -> int:
+    """Exclusive upper seq bound: the session's next seq, or ``upto_seq`` (inclusive)."""
+    return next_seq if upto_seq is None else min(next_seq, upto_seq + 1)
+
+
+def read_events(
+    rows: Rows, session_id: str, from_seq: int, limit: int | None = None
+) -> tuple[dict[str, Any], list[SessionEvent]]:
+    """The session row and its events from ``from_seq`` (at most ``limit``).
+
+    Events are bounded by the next seq read in the same transaction, so the result is
+    consistent with the row even where each statement sees a newer snapshot (PostgreSQL READ
+    COMMITTED). A missing seq below that bound is a `CorruptSessionError`.
+    """
+    row = read_session(rows, session_id)
+    next_seq = row["next_seq"]
+    upto = next_seq if limit is None else min(next_seq, from_seq + limit)
+    if from_seq >= upto:
+        return row, []
+    found = rows.fetch("events", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
+    events = rows_to_events(session_id, found, expect_seq=from_seq)
+    if len(events) != upto - from_seq:
+        missing = from_seq + len(events)
+        raise CorruptSessionError(
+            session_id, missing, f"seq {missing} is missing (the session's next seq is {next_seq})"
+        )
+    return row, events
+
+
+def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[TodoItem] | None:
+    """The list of the latest ``todo/write`` (one indexed row), or None."""
+    row = read_session(rows, session_id)
+    found = rows.fetch(
+        "latest_of_type",
+        {"session_id": session_id, "type": "todo/write", "upto": _bound(row["next_seq"], upto_seq)},
+    )
+    if not found:
+        return None
+    seq, data_text = found[0]
+    try:
+        return todos_from_payload(decode_json(data_text, strict=False), seq=seq)
+    except (ValueError, InvalidEventError) as exc:
+        raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
+
+
+def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[SessionEvent]:
+    """Only the events that carry a surface op (partial index), decoded."""
+    row = read_session(rows, session_id)
+    found = rows.fetch(
+        "surface", {"session_id": session_id, "upto": _bound(row["next_seq"], upto_seq)}
+    )
+    return rows_to_events(session_id, found, expect_seq=None)  # sparse: no contiguity
+
+
+def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
+    row = read_session(rows, session_id)
+    if event_type is None:
+        return int(row["next_seq"])
+    found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})
+    return int(found[0][0])
