@@ -28,7 +28,13 @@ from ..session import Session
 from ..tools.registry import ToolRegistry
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
-from .mapping import SessionUpdate, event_to_updates, replay_updates, todos_to_plan
+from .mapping import (
+    SessionUpdate,
+    chunk_to_updates,
+    event_to_updates,
+    replay_updates,
+    todos_to_plan,
+)
 
 __all__ = ["TodoSessionsAgent", "serve"]
 
@@ -130,7 +136,7 @@ class TodoSessionsAgent:
 
         async def sender() -> None:
             while (event := await queue.get()) is not None:
-                for update in event_to_updates(event, present_call=self._tools.present_call):
+                for update in self._live_updates(event):
                     await self._send(session_id, update)
 
         unsubscribe = session.subscribe(forward)
@@ -155,6 +161,15 @@ class TodoSessionsAgent:
                 return _sdk.PromptResponse(stop_reason="max_turn_requests")
             raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
         return _sdk.PromptResponse(stop_reason=_STOP_REASONS.get(outcome.reason, "end_turn"))
+
+    def _live_updates(self, event: SessionEvent) -> list[SessionUpdate]:
+        """Updates for an event as it happens: streamed deltas as they arrive, so a streamed
+        assistant message sends nothing more (its text went out chunk by chunk)."""
+        if event.type == "assistant/chunk":
+            return chunk_to_updates(event)
+        if event.type == "assistant/message" and event.source_event_seqs:
+            return []
+        return event_to_updates(event, present_call=self._tools.present_call)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         loop = self._loops.get(session_id)

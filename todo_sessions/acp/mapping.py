@@ -42,6 +42,7 @@ from ._sdk import SessionUpdate
 __all__ = [
     "PresentCall",
     "SessionUpdate",
+    "chunk_to_updates",
     "event_to_updates",
     "replay_updates",
     "todos_to_plan",
@@ -123,6 +124,38 @@ def _assistant_updates(event: SessionEvent, data: AssistantMessageData) -> list[
                 )
             )
     return updates
+
+
+def chunk_to_updates(event: SessionEvent) -> list[SessionUpdate]:
+    """Live streaming: an ``assistant/chunk`` text or reasoning delta as a message chunk.
+
+    Replays skip chunks (the ``assistant/message`` carries the whole text); a live sender
+    forwards the deltas as they arrive and then skips the text of the streamed message.
+    Chunks of one model call share the message id ``t<turn>.<step>``.
+    """
+    if event.type != "assistant/chunk":
+        return []
+    data = event.data
+    chunk = data.get("chunk")
+    if not isinstance(chunk, dict) or not isinstance(chunk.get("text"), str) or not chunk["text"]:
+        return []
+    message_id = f"t{data.get('turn')}.{data.get('step')}"
+    content = _sdk.TextContent(type="text", text=chunk["text"])
+    if chunk.get("type") == "text-delta":
+        return [
+            _sdk.AgentMessageChunk(
+                session_update="agent_message_chunk", content=content, message_id=message_id
+            )
+        ]
+    if chunk.get("type") == "reasoning-delta":
+        return [
+            _sdk.AgentThoughtChunk(
+                session_update="agent_thought_chunk",
+                content=content,
+                message_id=f"{message_id}-thought",
+            )
+        ]
+    return []
 
 
 def _parse_arguments(arguments: str) -> Any:

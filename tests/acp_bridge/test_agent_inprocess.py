@@ -1,0 +1,98 @@
+"""The ACP agent in process, with a fake connection: plan re-send, cancel, stop reasons."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from todo_sessions import ScriptedModel, ScriptedResponse, SessionStore
+from todo_sessions.acp.agent import TodoSessionsAgent
+from todo_sessions.acp.builtin import builtin_tools
+from todo_sessions.acp.mapping import update_to_wire
+from todo_sessions.service import SessionService
+
+
+class FakeConn:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.streaming = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        self.sent.append(update_to_wire(update))
+        self.streaming.set()
+
+
+class Text:
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+async def make(tmp_path: Any, model: Any = None) -> tuple[TodoSessionsAgent, FakeConn]:
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/a.db"), strict=True)
+    if model is None:
+        agent = TodoSessionsAgent(service)
+    else:
+        agent = TodoSessionsAgent(service, model_factory=lambda: model)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    return agent, conn
+
+
+async def test_unfinished_plan_is_sent_again_at_the_start_of_a_prompt(tmp_path: Any) -> None:
+    agent, conn = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    assert (await agent.prompt(session_id=sid, prompt=[Text("a\nb")])).stop_reason == "end_turn"
+    session = agent.service.get(sid)
+    session.append("turn/start", {"turn": 2})
+    session.append("todo/write", {"todos": [{"content": "left over", "status": "in_progress"}]})
+    session.append("turn/end", {"turn": 2, "reason": {"kind": "interrupted"}})
+    conn.sent.clear()
+    await agent.prompt(session_id=sid, prompt=[Text("c")])
+    first = conn.sent[0]
+    assert first == {
+        "sessionUpdate": "plan",
+        "entries": [{"content": "left over", "status": "in_progress", "priority": "medium"}],
+    }
+    await agent.service.aclose()
+
+
+async def test_cancel_ends_the_prompt_as_cancelled(tmp_path: Any) -> None:
+    slow = ScriptedModel([ScriptedResponse(text="a b c d e f g h", delay=0.2)])
+    agent, conn = await make(tmp_path, slow)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("x")]))
+    await asyncio.wait_for(conn.streaming.wait(), 5)  # the model is mid-stream
+    await agent.cancel(session_id=sid)
+    assert (await asyncio.wait_for(running, 5)).stop_reason == "cancelled"
+    events = agent.service.get(sid).events
+    assert events[-1].data["reason"] == {"kind": "aborted"}
+    await agent.service.aclose()
+
+
+async def test_unknown_session_and_builtin_tools(tmp_path: Any) -> None:
+    from acp import RequestError
+
+    agent, _ = await make(tmp_path)
+    with pytest.raises(RequestError) as info:
+        await agent.prompt(session_id="nope", prompt=[Text("x")])
+    assert info.value.code == -32002
+    tools = builtin_tools()
+    assert tools.present_call("work", {"task": "t"})["title"] == "Work on: t"
+    await agent.service.aclose()
+
+
+async def test_live_text_is_streamed_once_chunk_by_chunk(tmp_path: Any) -> None:
+    model = ScriptedModel([ScriptedResponse(reasoning="hmm, ok", text="all done here")])
+    agent, conn = await make(tmp_path, model)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("x")])
+    said = [u for u in conn.sent if u["sessionUpdate"] == "agent_message_chunk"]
+    thought = [u for u in conn.sent if u["sessionUpdate"] == "agent_thought_chunk"]
+    assert "".join(u["content"]["text"] for u in said) == "all done here"
+    assert len(said) == 3 and {u["messageId"] for u in said} == {"t1.1"}
+    assert "".join(u["content"]["text"] for u in thought) == "hmm, ok"
+    await agent.service.aclose()
