@@ -12,6 +12,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -49,34 +50,33 @@ def pg_server_url() -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def pg_database_url(pg_server_url: str) -> Iterator[str]:
-    """A database of this test run's own, dropped at the end."""
-    name = f"todo_sessions_test_{os.getpid()}_{secrets.token_hex(4)}"
-    _pg_admin(pg_server_url, f'CREATE DATABASE "{name}"')
+@contextmanager
+def scratch_database(server_url: str, prefix: str) -> Iterator[str]:
+    """A new, empty database on the server, dropped afterwards."""
+    name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+    _pg_admin(server_url, f'CREATE DATABASE "{name}"')
     try:
         yield (
-            make_url(pg_server_url)
+            make_url(server_url)
             .set(drivername="postgresql+asyncpg", database=name)
             .render_as_string(hide_password=False)
         )
     finally:
-        _pg_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _pg_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_database_url(pg_server_url: str) -> Iterator[str]:
+    """A database of this test run's own, shared by its tests (emptied before each)."""
+    with scratch_database(pg_server_url, "todo_sessions_test") as url:
+        yield url
 
 
 @pytest.fixture
 def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
     """An empty PostgreSQL database of this test's own (for migration tests)."""
-    name = f"todo_sessions_mig_{os.getpid()}_{secrets.token_hex(4)}"
-    _pg_admin(pg_server_url, f'CREATE DATABASE "{name}"')
-    try:
-        yield (
-            make_url(pg_server_url)
-            .set(drivername="postgresql+asyncpg", database=name)
-            .render_as_string(hide_password=False)
-        )
-    finally:
-        _pg_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(pg_server_url, "todo_sessions_mig") as url:
+        yield url
 
 
 async def _empty_pg(url: str) -> None:

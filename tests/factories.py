@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from todo_sessions import SessionEvent, SessionHeader
+from todo_sessions import Message, SessionEvent, SessionHeader
 
 T0 = 1_764_000_000_000
 
@@ -60,3 +61,18 @@ def chunks(start: int, count: int, *, text: str = "x" * 40) -> list[SessionEvent
         )
         for i in range(count)
     ]
+
+
+def call_ids(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
+    """(tool-call ids asked for by assistant messages, tool-result ids answered), in order."""
+    calls = [
+        b.id for m in messages if m.role == "assistant" for b in m.content if b.type == "tool-call"
+    ]
+    results = [
+        b.tool_call_id
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if b.type == "tool-result"
+    ]
+    return calls, results

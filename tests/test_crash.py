@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import call_ids
 
 from todo_sessions import SessionStore
 from todo_sessions.core.structure import check_structure
@@ -41,20 +42,6 @@ def run_until_killed(url: str, session_id: str, scenario: str) -> None:
         proc.communicate()
 
 
-def answered_pairs(messages: list) -> tuple[list[str], list[str]]:
-    calls = [
-        b.id for m in messages if m.role == "assistant" for b in m.content if b.type == "tool-call"
-    ]
-    results = [
-        b.tool_call_id
-        for m in messages
-        if m.role == "user"
-        for b in m.content
-        if b.type == "tool-result"
-    ]
-    return calls, results
-
-
 async def test_killed_while_a_tool_runs(shared_db_url: str) -> None:
     run_until_killed(shared_db_url, "crash-tool", "in-tool")
     async with SessionService(SessionStore(shared_db_url), strict=True) as service:
@@ -71,7 +58,7 @@ async def test_killed_while_a_tool_runs(shared_db_url: str) -> None:
         assert "first verify external state or ask the user" in unknown.data_json
         assert not_started.data["error"]["code"] == "TOOL_NOT_STARTED"
         assert closers[-1].data["reason"] == {"kind": "interrupted"}
-        calls, results = answered_pairs(session.derive_messages())
+        calls, results = call_ids(session.derive_messages())
         assert calls == results and len(calls) == 3  # todo_write, deploy, notify
         assert [t.content for t in session.todos or []] == ["deploy", "verify"]
         assert await service.store.read_from("crash-tool") == events  # repaired durably
@@ -87,7 +74,7 @@ async def test_killed_mid_stream(shared_db_url: str) -> None:
         events = list(session.events)
         check_structure(events)
         assert [e.type for e in events[len(stored_before) :]] == ["step/end", "turn/end"]
-        calls, results = answered_pairs(session.derive_messages())
+        calls, results = call_ids(session.derive_messages())
         assert calls == results == [calls[0]]
         assert session.todos is not None and session.todos[0].status == "in_progress"
         again = await service.store.load("crash-stream")

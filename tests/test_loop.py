@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from factories import call_ids
 
 from todo_sessions import SessionHeader
 from todo_sessions.agent.loop import AgentLoop
@@ -142,20 +143,7 @@ async def test_cancellation_mid_tool_ends_the_turn_aborted_with_a_valid_history(
     results = [e for e in events if e.type == "tool/result"]
     assert [r.data["error"]["code"] for r in results] == ["TOOL_CANCELLED", "TOOL_NOT_STARTED"]
     assert events[-1].data["reason"] == {"kind": "aborted"}
-    calls = [
-        b.id
-        for m in loop.session.derive_messages()
-        if m.role == "assistant"
-        for b in m.content
-        if b.type == "tool-call"
-    ]
-    answered = [
-        b.tool_call_id
-        for m in loop.session.derive_messages()
-        if m.role == "user"
-        for b in m.content
-        if b.type == "tool-result"
-    ]
+    calls, answered = call_ids(loop.session.derive_messages())
     assert calls == answered
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from factories import header
+from factories import call_ids, header
 from logs import LogBuilder, text_of
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -120,21 +120,7 @@ async def test_load_appends_closers_once_and_history_is_valid(store: SessionStor
     check_structure(events)
     again = await store.load("s1")
     assert again.closers == () and again.revision == loaded.revision
-    messages = await store.derive_messages("s1")
-    calls = [
-        blk.id
-        for m in messages
-        if m.role == "assistant"
-        for blk in m.content
-        if blk.type == "tool-call"
-    ]
-    answered = [
-        blk.tool_call_id
-        for m in messages
-        if m.role == "user"
-        for blk in m.content
-        if blk.type == "tool-result"
-    ]
+    calls, answered = call_ids(await store.derive_messages("s1"))
     assert calls == answered == ["c0", "c1", "c2"]
     assert await store.current_todos("s1") == current_todos(b.events)
     nxt = len(events)

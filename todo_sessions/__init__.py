@@ -56,6 +56,7 @@ def __getattr__(name: str) -> object:
         return todos_to_plan
     raise AttributeError(f"module 'todo_sessions' has no attribute {name!r}")
 
+
 __all__ = [
     "EVENT_TYPES",
     "FORMAT_VERSION",

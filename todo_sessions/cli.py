@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import errno
 import json
+import os
+import re
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -23,11 +27,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .core.envelope import SessionEvent
 from .core.messages import messages_adapter
 from .core.verify import Problem, verify_events
 from .errors import (
     CorruptSessionError,
     FormatUnsupportedError,
+    SessionExistsError,
     TodoSessionsError,
 )
 from .jsonl import export_lines, import_lines
@@ -102,7 +108,27 @@ def _when(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group. An exception no command expected is one line on stderr too, exit
+    status 1, never a traceback (``--debug`` shows it)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if isinstance(ctx.obj, Context) and ctx.obj.debug:
+                raise
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # click exits quietly
+            text = " ".join(str(exc).split()) or "(no message)"
+            name = type(exc).__name__
+            click.echo(f"error: unexpected {name}: {text} (--debug shows more)", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", envvar="TODO_SESSIONS_URL", show_envvar=True, help=DB_HELP)
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(package_name="todo-sessions")
@@ -261,6 +287,26 @@ def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: boo
     ctx.out.print(render_messages(messages))
 
 
+@contextmanager
+def _sink(output: Path | None) -> Iterator[IO[str]]:
+    """stdout, or a temporary file renamed to ``output`` only once the export is complete
+    (a failed export never leaves a truncated file that would import as a shorter session)."""
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        fd, part = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".part", dir=output.parent)
+    except OSError as exc:
+        raise OSError(f"cannot write {output}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as sink:
+            yield sink
+        os.replace(part, output)
+    except BaseException:
+        Path(part).unlink(missing_ok=True)
+        raise
+
+
 @main.command("export")
 @click.argument("session_id")
 @click.option(
@@ -275,16 +321,11 @@ def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
 
     async def work(store: SessionStore) -> int:
         total = (await store.summary(session_id)).next_seq
-        with ctx.progress("export", total) as advance:
-            sink: IO[str] = output.open("w", encoding="utf-8") if output else sys.stdout
+        with ctx.progress("export", total) as advance, _sink(output) as sink:
             count = 0
-            try:
-                async for line in export_lines(store, session_id, progress=advance):
-                    sink.write(line + "\n")
-                    count += 1
-            finally:
-                if output:
-                    sink.close()
+            async for line in export_lines(store, session_id, progress=advance):
+                sink.write(line + "\n")
+                count += 1
         return count - 1
 
     count = ctx.run(work)
@@ -301,10 +342,56 @@ def import_cmd(ctx: Context, file: IO[str], as_id: str | None) -> None:
 
     async def work(store: SessionStore) -> Any:
         with ctx.progress("import", None) as advance:
-            return await import_lines(store, file, as_id=as_id, progress=advance)
+            try:
+                return await import_lines(store, file, as_id=as_id, progress=advance)
+            except SessionExistsError as exc:
+                exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
+                raise
 
     result = ctx.run(work)
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+_SEQ_IN_MESSAGE = re.compile(r"\(seq (\d+)\)")
+
+
+async def _read_damaged(store: SessionStore, sid: str) -> tuple[list[SessionEvent], list[Problem]]:
+    """Every readable event of a session, and a problem for each row the store refuses.
+
+    The store's read path stops at the first bad row (undecodable, missing, an invalid stored
+    todo list, an unknown type not marked ignorable); ``verify`` reports it and reads on after it
+    so that one bad row does not hide the rest of the log. Problems without a seq (the session
+    row itself) end the read.
+    """
+    events: list[SessionEvent] = []
+    problems: list[Problem] = []
+    try:
+        await store.header(sid)
+    except CorruptSessionError as exc:
+        problems.append(Problem(None, "corrupt", str(exc)))
+    except FormatUnsupportedError as exc:
+        return events, [Problem(None, "format", str(exc))]
+    start = 0
+    while True:
+        try:
+            events.extend(await store.read_from(sid, start))
+            return events, problems
+        except CorruptSessionError as exc:
+            problem = Problem(exc.seq, "corrupt", str(exc))
+        except FormatUnsupportedError as exc:
+            found = _SEQ_IN_MESSAGE.search(str(exc))
+            problem = Problem(int(found.group(1)) if found else None, "format", str(exc))
+        problems.append(problem)
+        bad = problem.seq
+        if bad is None or bad < start:
+            return events, problems
+        if bad > start:  # the good rows before the bad one: exactly one page of them
+            async with aclosing(store.stream(sid, start, page_size=bad - start)) as rows:
+                async for event in rows:
+                    events.append(event)
+                    if event.seq == bad - 1:
+                        break
+        start = bad + 1
 
 
 @main.command("verify")
@@ -316,11 +403,8 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
     Changes nothing; exits 1 when anything is wrong."""
 
     async def check(store: SessionStore, sid: str) -> list[Problem]:
-        try:
-            events = await store.read_from(sid)
-        except (CorruptSessionError, FormatUnsupportedError) as exc:
-            return [Problem(getattr(exc, "seq", None), "read", str(exc))]
-        return verify_events(events)
+        events, unreadable = await _read_damaged(store, sid)
+        return unreadable + verify_events(events, unreadable={p.seq for p in unreadable})
 
     async def work(store: SessionStore) -> dict[str, list[Problem]]:
         if session_id is not None:
@@ -403,4 +487,4 @@ def acp_cmd(ctx: Context) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    main(prog_name="todo-sessions")

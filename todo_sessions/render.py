@@ -91,7 +91,7 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
         todos = todos_from_payload(data, seq=event.seq)
         return Group(
             seq + Text("todo/write", style="bold yellow"),
-            Padding(render_todo_list(todos), (0, 0, 0, 8)),
+            Padding(render_todo_list(todos), (0, 0, 0, 8), expand=False),
         )
     if kind == "turn/end":
         reason = data.get("reason", {}).get("kind", "?")
@@ -136,7 +136,7 @@ def render_messages(messages: Sequence[Message]) -> Group:
         source = wire.get("source", {}).get("kind", "")
         label = "tool" if source == "tool" else role
         head = Text(
-            f"{number:>3} {label:<9}", style="bold cyan" if role == "user" else "bold magenta"
+            f"{number:>3} {label:<10}", style="bold cyan" if role == "user" else "bold magenta"
         )
         parts = []
         for block in wire["content"]:

@@ -7,7 +7,7 @@ surface rules of §4, and every tool call answered once its turn is closed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidEventError, StructureError
@@ -23,7 +23,9 @@ __all__ = ["Problem", "verify_events"]
 class Problem:
     seq: int | None
     kind: str
-    """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered`` or ``read``."""
+    """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered``; from the store's read
+    path (in the CLI) also ``corrupt`` (a row that cannot be decoded, a missing seq, an invalid
+    stored todo list) and ``format`` (an unknown, non-ignorable event type)."""
     message: str
 
     def __str__(self) -> str:
@@ -31,22 +33,38 @@ class Problem:
         return f"{where}[{self.kind}] {self.message}"
 
 
-def verify_events(events: Sequence[SessionEvent]) -> list[Problem]:
-    """Every problem in ``events`` (empty list: the log is healthy)."""
+def verify_events(
+    events: Sequence[SessionEvent], *, unreadable: Collection[int] = ()
+) -> list[Problem]:
+    """Every problem in ``events`` (empty list: the log is healthy).
+
+    ``unreadable``: seqs whose rows could not be read at all (already reported by the caller).
+    Their absence is not reported again as a seq gap, and the structure and unanswered-call
+    checks stop there: without those events every later verdict would be a guess. Payload and
+    surface checks go on to the end.
+    """
     problems: list[Problem] = []
     checker = StructureChecker()
     surface = SurfaceState(build_messages=True)
     structure_ok = True
-    for index, event in enumerate(events):
-        if event.seq != index:
-            problems.append(Problem(event.seq, "seq", f"expected seq {index}"))
+    trusted = True
+    expected = 0
+    for event in events:
+        if event.seq != expected:
+            missing = range(expected, event.seq)
+            if missing and all(seq in unreadable for seq in missing):
+                trusted = False
+            else:
+                problems.append(Problem(event.seq, "seq", f"expected seq {expected}"))
+            checker.next_seq = event.seq  # resync: report the gap once, not at every event
+        expected = event.seq + 1
         try:
             validate_event(event)
         except InvalidEventError as exc:
             problems.append(Problem(event.seq, "payload", str(exc)))
             checker.advance(event)
             continue
-        if event.type == "turn/end" and checker.open_turn is not None:
+        if trusted and event.type == "turn/end" and checker.open_turn is not None:
             for call in checker.unanswered_calls():
                 problems.append(
                     Problem(
@@ -56,7 +74,7 @@ def verify_events(events: Sequence[SessionEvent]) -> list[Problem]:
                         "unanswered",
                     )
                 )
-        if structure_ok:
+        if structure_ok and trusted:
             try:
                 checker.check(event)
             except StructureError as exc:

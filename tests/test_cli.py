@@ -1,0 +1,436 @@
+"""The command line (SPEC §11, issue #6): every command against a fixture database.
+
+Most tests run in-process with click's `CliRunner` against a copy of one file SQLite database
+holding the scripted demo session (``demo``) and a `LogBuilder` session (``built``). A few run
+``python -m todo_sessions.cli`` as a real subprocess. Every failure must be one line on stderr
+with exit status 1 and no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from factories import header
+from logs import LogBuilder
+
+from todo_sessions import SessionStore, derive_messages
+from todo_sessions.cli import main
+from todo_sessions.core.messages import messages_adapter
+from todo_sessions.demo import run_demo
+
+DEMO = "demo"
+BUILT = "built"
+TITLE = "Fix [the] parser [/x] :smile:"
+"""Rich markup and an emoji code: must be printed literally, never interpreted."""
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def built_log() -> LogBuilder:
+    """Two closed turns: a plan, a tool call, the plan updated, a final answer."""
+    b = LogBuilder()
+    b.turn_start()
+    b.user("fix the parser")
+    b.todo(("read the parser", "in_progress"), ("fix it", "pending"))
+    b.tool_step("c1")
+    b.todo(("read the parser", "completed"), ("fix it", "completed"))
+    b.text_step("fixed it")
+    b.turn_end()
+    b.exchange("thanks", answer="you're welcome")
+    return b
+
+
+BUILT_EVENTS = built_log().events
+TODO_SEQS = [e.seq for e in BUILT_EVENTS if e.type == "todo/write"]
+FIRST_TURN_END = next(e.seq for e in BUILT_EVENTS if e.type == "turn/end")
+
+
+@pytest.fixture(scope="module")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "template.db"
+
+    async def build() -> None:
+        async with SessionStore(f"sqlite:///{path}") as store:
+            await run_demo(store, session_id=DEMO)
+            await store.create(header(BUILT, title=TITLE, cwd="/work/parser"))
+            await store.append(BUILT, BUILT_EVENTS)
+
+    asyncio.run(build())
+    return path
+
+
+@pytest.fixture
+def db(template_db: Path, tmp_path: Path) -> str:
+    """A fresh copy of the fixture database for one test."""
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{template_db}{suffix}")
+        if source.exists():
+            shutil.copy(source, tmp_path / f"sessions.db{suffix}")
+    return f"sqlite:///{tmp_path}/sessions.db"
+
+
+def cli(db: str, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(main, ["--db", db, *args], input=input, env=env)
+
+
+def ok(db: str, *args: str, input: str | None = None) -> Result:
+    result = cli(db, *args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result
+
+
+def as_json(db: str, *args: str) -> object:
+    return json.loads(ok(db, *args, "--json").stdout)
+
+
+def assert_one_line_error(result: Result, fragment: str, *, stdout: str = "") -> None:
+    """Exit status 1, exactly one line on stderr naming the problem, nothing (else) on stdout."""
+    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
+    assert isinstance(result.exception, SystemExit)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert fragment in lines[0]
+    assert "Traceback" not in result.stderr
+    assert result.stdout.startswith(stdout)
+    if not stdout:
+        assert result.stdout == ""
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+# -- migrate, list --------------------------------------------------------------------------------
+
+
+def test_migrate_creates_an_empty_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/new.db"
+    assert "newest schema" in ok(url, "migrate").stdout
+    assert "newest schema" in ok(url, "migrate").stdout  # idempotent
+    assert ok(url, "list").stdout.strip() == "no sessions"
+    assert as_json(url, "list") == []
+
+
+def test_list_newest_first_with_counts(db: str) -> None:
+    rows = as_json(db, "list")
+    assert isinstance(rows, list)
+    assert {r["id"] for r in rows} == {DEMO, BUILT}
+    assert [r["updatedAt"] for r in rows] == sorted((r["updatedAt"] for r in rows), reverse=True)
+    built = next(r for r in rows if r["id"] == BUILT)
+    assert built["events"] == len(BUILT_EVENTS)
+    assert built["turns"] == 2
+    assert built["title"] == TITLE
+    assert built["cwd"] == "/work/parser"
+    assert set(built) >= {"createdAt", "updatedAt", "revision"}
+    demo = next(r for r in rows if r["id"] == DEMO)
+    assert demo["turns"] == 2 and demo["events"] > 100
+
+    text = ok(db, "list").stdout
+    for column in ("id", "events", "turns", "last activity", "title"):
+        assert column in text
+    assert TITLE in text  # not eaten as markup, no emoji
+
+
+def test_list_pages_with_before(db: str) -> None:
+    everything = [r["id"] for r in as_json(db, "list")]  # type: ignore[union-attr]
+    first = as_json(db, "list", "--limit", "1")
+    assert [r["id"] for r in first] == everything[:1]  # type: ignore[union-attr]
+    second = as_json(db, "list", "--limit", "1", "--before", everything[0])
+    assert [r["id"] for r in second] == everything[1:2]  # type: ignore[union-attr]
+    assert as_json(db, "list", "--before", everything[1]) == []
+    assert f"--before {everything[0]}" in ok(db, "list", "--limit", "1").stdout
+
+
+# -- show, todos, messages ------------------------------------------------------------------------
+
+
+def test_show_timeline_and_json(db: str) -> None:
+    text = ok(db, "show", BUILT).stdout
+    assert TITLE in text
+    for fragment in ("turn 1", "turn 2", "fix the parser", "todo/write", "[~] read the parser"):
+        assert fragment in text
+    assert "→ read" in text and "← result of c1" in text
+    assert "streamed chunks hidden" in text
+    assert "assistant/chunk" in ok(db, "show", BUILT, "--verbose").stdout
+
+    shown = as_json(db, "show", BUILT)
+    assert isinstance(shown, dict)
+    assert shown["header"]["id"] == BUILT and shown["header"]["title"] == TITLE
+    assert shown["events"] == [e.to_dict() for e in BUILT_EVENTS]
+    assert shown["revision"].count(":") == 2
+
+    demo = ok(db, "show", DEMO).stdout
+    assert "Fix mean() in calc.py" in demo and "[x] Run the tests" in demo
+
+
+def test_todos_current_and_at_seq(db: str) -> None:
+    final = [
+        {"content": "read the parser", "status": "completed"},
+        {"content": "fix it", "status": "completed"},
+    ]
+    assert as_json(db, "todos", BUILT) == final
+    first = [
+        {"content": "read the parser", "status": "in_progress"},
+        {"content": "fix it", "status": "pending"},
+    ]
+    assert as_json(db, "todos", BUILT, "--at", str(TODO_SEQS[0])) == first
+    assert as_json(db, "todos", BUILT, "--at", str(TODO_SEQS[1] - 1)) == first
+    assert as_json(db, "todos", BUILT, "--at", str(TODO_SEQS[1])) == final
+    assert as_json(db, "todos", BUILT, "--at", str(TODO_SEQS[0] - 1)) is None
+    assert as_json(db, "todos", BUILT, "--at", "100000") == final
+
+    text = ok(db, "todos", BUILT, "--at", str(TODO_SEQS[0])).stdout.splitlines()
+    assert text == ["[todos]", "[~] read the parser", "[ ] fix it"]
+    assert ok(db, "todos", BUILT, "--at", "0").stdout.strip() == "(no todo list)"
+
+
+def _wire(events: Sequence[object]) -> object:
+    return messages_adapter.dump_python(
+        derive_messages(events),  # type: ignore[arg-type]
+        mode="json",
+        by_alias=True,
+        exclude_none=True,
+    )
+
+
+def test_messages_derived_and_at_seq(db: str) -> None:
+    assert as_json(db, "messages", BUILT) == _wire(BUILT_EVENTS)
+    for at in (1, TODO_SEQS[1], FIRST_TURN_END):
+        assert as_json(db, "messages", BUILT, "--at", str(at)) == _wire(BUILT_EVENTS[: at + 1])
+    assert as_json(db, "messages", BUILT, "--at", "0") == []
+    at_one = as_json(db, "messages", BUILT, "--at", "1")
+    assert [m["role"] for m in at_one] == ["user"]  # type: ignore[union-attr]
+
+    text = ok(db, "messages", BUILT).stdout
+    assert "fix the parser" in text and "you're welcome" in text
+    assert "todo" not in text  # todo/write is never part of the model's history here
+    demo = as_json(db, "messages", DEMO)
+    assert isinstance(demo, list) and demo[0]["role"] == "user"
+
+
+# -- export, import, fork, delete, verify ---------------------------------------------------------
+
+
+def test_export_to_file_and_stdout_and_import_as(db: str, tmp_path: Path) -> None:
+    out = tmp_path / "built.jsonl"
+    result = ok(db, "export", BUILT, "-o", str(out))
+    assert result.stdout == ""
+    assert result.stderr.strip() == f"exported {len(BUILT_EVENTS)} events of {BUILT} to {out}"
+    assert ok(db, "export", BUILT).stdout == out.read_text(encoding="utf-8")
+    lines = lines_of(out)
+    assert len(lines) == 1 + len(BUILT_EVENTS)
+    assert json.loads(lines[0])["header"]["id"] == BUILT
+    assert [json.loads(line) for line in lines[1:]] == [e.to_dict() for e in BUILT_EVENTS]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+
+    assert "imported" in ok(db, "import", str(out), "--as", "copy").stdout
+    assert ok(db, "export", "copy").stdout.splitlines()[1:] == lines[1:]
+    assert_one_line_error(cli(db, "import", str(out)), "already exists")
+    assert "--as" in cli(db, "import", str(out)).stderr
+
+
+def test_import_from_stdin(db: str, tmp_path: Path) -> None:
+    exported = ok(db, "export", DEMO).stdout
+    ok(db, "import", "-", "--as", "from-stdin", input=exported)
+    assert ok(db, "export", "from-stdin").stdout.splitlines()[1:] == exported.splitlines()[1:]
+
+
+def test_failed_export_leaves_no_file(db: str, tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "x.jsonl"
+    assert_one_line_error(cli(db, "export", BUILT, "-o", str(target)), "cannot write")
+    assert_one_line_error(cli(db, "export", "nope", "-o", str(tmp_path / "n.jsonl")), "not found")
+    assert not (tmp_path / "n.jsonl").exists()
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".part"]
+
+
+def test_fork_at_seq(db: str) -> None:
+    result = ok(db, "fork", BUILT, "--at", str(FIRST_TURN_END), "--as", "child")
+    assert "forked built into child" in result.stdout
+    shown = as_json(db, "show", "child")
+    assert isinstance(shown, dict)
+    assert shown["header"]["parentSession"] == BUILT
+    assert shown["header"]["seedLength"] == FIRST_TURN_END + 1
+    assert shown["events"][:-1] == [e.to_dict() for e in BUILT_EVENTS[: FIRST_TURN_END + 1]]
+    assert shown["events"][-1]["type"] == "session/end-seed"
+    assert "forked from built" in ok(db, "show", "child").stdout
+
+    whole = ok(db, "fork", DEMO).stdout
+    assert "forked demo into demo-fork-" in whole
+    assert_one_line_error(cli(db, "fork", BUILT, "--at", "3"), "still open")
+    assert_one_line_error(cli(db, "fork", BUILT, "--at", "99999"), "outside session")
+
+
+def test_delete_asks_and_no_keeps_the_session(db: str) -> None:
+    before = as_json(db, "list")
+    refused = cli(db, "delete", BUILT, input="n\n")
+    assert refused.exit_code == 1
+    assert "delete session built" in refused.stderr
+    assert as_json(db, "list") == before
+
+    assert "deleted built" in ok(db, "delete", BUILT, input="y\n").stdout
+    assert [r["id"] for r in as_json(db, "list")] == [DEMO]  # type: ignore[union-attr]
+    assert "deleted demo" in ok(db, "delete", "--yes", DEMO).stdout
+    assert as_json(db, "list") == []
+    assert_one_line_error(cli(db, "delete", "--yes", DEMO), "not found")
+
+
+def test_verify_healthy_database(db: str) -> None:
+    text = ok(db, "verify").stdout
+    assert f"✓ {DEMO}" in text and f"✓ {BUILT}" in text
+    assert "2 session(s) checked, 0 with problems" in text
+    assert as_json(db, "verify") == {DEMO: [], BUILT: []}
+    assert as_json(db, "verify", BUILT) == {BUILT: []}
+
+
+def test_demo_command_in_process(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/demo.db"
+    text = ok(url, "demo", "--id", "again").stdout
+    assert "demo session again" in text and "[todos]" in text
+    assert "no todo/write among them" in text
+    assert as_json(url, "verify") == {"again": []}
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+NOT_FOUND_COMMANDS = [
+    ["show", "nope"],
+    ["todos", "nope"],
+    ["messages", "nope"],
+    ["messages", "nope", "--json"],
+    ["export", "nope"],
+    ["fork", "nope"],
+    ["delete", "--yes", "nope"],
+    ["verify", "nope"],
+    ["list", "--before", "nope"],
+]
+
+
+@pytest.mark.parametrize("args", NOT_FOUND_COMMANDS, ids=lambda a: " ".join(a))
+def test_unknown_session_is_one_line_exit_1(db: str, args: list[str]) -> None:
+    assert_one_line_error(cli(db, *args), "session 'nope' not found")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["todos", BUILT, "--at", "-1"], "upto_seq must be a non-negative int"),
+        (["messages", BUILT, "--at", "-1"], "upto_seq must be a non-negative int"),
+        (["list", "--limit", "0"], "limit must be a positive int"),
+        (["show", "[bold]x[/]"], "session '[bold]x[/]' not found"),  # brackets kept literally
+        (["fork", BUILT, "--as", BUILT], "already exists"),
+    ],
+)
+def test_bad_arguments_are_one_line_exit_1(db: str, args: list[str], fragment: str) -> None:
+    assert_one_line_error(cli(db, *args), fragment)
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("bogus://x", "unsupported database URL"),
+        ("sqlite:////dev/null/inside-a-file.db", "/dev/null"),
+        ("postgresql://nobody@127.0.0.1:1/x", "cannot reach the database"),
+    ],
+)
+def test_bad_db_url_is_one_line_exit_1(url: str, fragment: str) -> None:
+    assert_one_line_error(cli(url, "list"), fragment)
+
+
+def test_db_from_environment(db: str) -> None:
+    result = CliRunner().invoke(main, ["list", "--json"], env={"TODO_SESSIONS_URL": db})
+    assert result.exit_code == 0
+    assert {r["id"] for r in json.loads(result.stdout)} == {DEMO, BUILT}
+
+
+def test_debug_shows_the_exception(db: str) -> None:
+    result = cli(db, "--debug", "show", "nope")
+    assert result.exit_code == 1
+    assert type(result.exception).__name__ == "SessionNotFoundError"
+
+
+def test_unexpected_exception_is_one_line_too(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("renderer\nexploded")
+
+    monkeypatch.setattr("todo_sessions.cli.render_timeline", broken)
+    result = cli(db, "show", BUILT)
+    assert_one_line_error(result, "unexpected RuntimeError: renderer exploded", stdout=BUILT)
+    with pytest.raises(RuntimeError):
+        CliRunner().invoke(main, ["--db", db, "--debug", "show", BUILT], catch_exceptions=False)
+
+
+def test_progress_bar_only_on_a_terminal(db: str, tmp_path: Path) -> None:
+    out = tmp_path / "demo.jsonl"
+    plain = cli(db, "export", DEMO, "-o", str(out), env={"TTY_COMPATIBLE": "0"})
+    assert plain.exit_code == 0
+    events = len(lines_of(out)) - 1
+    assert plain.stderr == f"exported {events} events of demo to {out}\n"  # and no bar
+
+    terminal = {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"}
+    shown = cli(db, "export", DEMO, "-o", str(out), env=terminal)
+    assert shown.exit_code == 0
+    assert f"{events}/{events}" in shown.stderr  # the bar, drawn on stderr
+    assert len(lines_of(out)) == events + 1  # the file is the same either way
+
+
+# -- real subprocesses ----------------------------------------------------------------------------
+
+
+def run_module(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TODO_SESSIONS_URL"}
+    return subprocess.run(
+        [sys.executable, "-m", "todo_sessions.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+        check=False,
+    )
+
+
+def test_subprocess_demo_smoke_from_fresh_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/fresh.db"
+    demo = run_module("--db", url, "demo", "--id", "smoke")
+    assert demo.returncode == 0, demo.stderr
+    assert demo.stderr == ""
+    assert "demo session smoke" in demo.stdout and "[todos]" in demo.stdout
+
+    listed = run_module("--db", url, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["id"] == "smoke" and row["turns"] == 2
+
+    verified = run_module("--db", url, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert "✓ smoke" in verified.stdout
+
+
+def test_subprocess_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/errors.db"
+    for args, fragment in [
+        (["--db", url, "show", "nope"], "session 'nope' not found"),
+        (["--db", "bogus://x", "list"], "unsupported database URL"),
+    ]:
+        result = run_module(*args)
+        assert result.returncode == 1
+        assert result.stdout == ""
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and fragment in lines[0], result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_subprocess_help_names_the_program() -> None:
+    result = run_module("--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("Usage: todo-sessions ")
