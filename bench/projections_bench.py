@@ -23,8 +23,8 @@ import argparse
 import asyncio
 import os
 import platform
-import statistics
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -171,36 +171,44 @@ async def run(url: str, sizes: list[int], repeat: int) -> None:
             await store.create(SessionHeader(id=sid, created_at=T0, cwd="/bench"))
             for i in range(0, len(events), 5000):
                 await store.append(sid, events[i : i + 5000])
-            todos = await timed(lambda: store.current_todos(sid), repeat * 10)
-            derive = await timed(lambda: store.derive_messages(sid), repeat)
+            todos = await timed(lambda sid=sid: store.current_todos(sid), repeat * 10)
+            derive = await timed(lambda sid=sid: store.derive_messages(sid), repeat)
 
-            async def full() -> None:
+            async def full(sid: str = sid) -> None:
                 derive_messages(await store.read_from(sid))
 
             decode = await timed(full, repeat)
-            load = await timed(lambda: store.load(sid), repeat)
+            load = await timed(lambda sid=sid: store.load(sid), repeat)
             live = live_append_derive_us(events)
             rows.append((len(events), todos, derive, decode, load, live))
             await store.delete(sid)
     print(
-        f"store: {url.split('://')[0]}   python {platform.python_version()}   sqlite {sqlite3.sqlite_version}   cpus {os.cpu_count()}"
+        f"store: {url.split('://')[0]}   python {platform.python_version()}   "
+        f"sqlite {sqlite3.sqlite_version}   cpus {os.cpu_count()}"
     )
-    head = f"{'events':>8} {'current_todos':>14} {'derive (store)':>15} {'read+decode+fold':>17} {'speedup':>8} {'load':>9} {'live append+derive':>19}"
+    head = (
+        f"{'events':>8} {'current_todos':>14} {'derive (store)':>15} "
+        f"{'read+decode+fold':>17} {'speedup':>8} {'load':>9} {'live append+derive':>19}"
+    )
     print(head)
     print("-" * len(head))
     for n, todos, derive, decode, load, live in rows:
         print(
-            f"{n:>8} {todos:>11.3f} ms {derive:>12.1f} ms {decode:>14.1f} ms {decode / derive:>7.1f}x {load:>6.1f} ms {live:>15.1f} µs"
+            f"{n:>8} {todos:>11.3f} ms {derive:>12.1f} ms {decode:>14.1f} ms "
+            f"{decode / derive:>7.1f}x {load:>6.1f} ms {live:>15.1f} µs"
         )
     first, last = rows[0], rows[-1]
     print(
-        f"\ncurrent_todos {last[0]} vs {first[0]} events: {last[1] / first[1]:.2f}x (target <= 1.5x, and < 1 ms)"
+        f"\ncurrent_todos {last[0]} vs {first[0]} events: {last[1] / first[1]:.2f}x "
+        "(target <= 1.5x, and < 1 ms)"
     )
     print(
-        f"derive_messages store vs full decode at {last[0]}: {last[3] / last[2]:.1f}x faster (target >= 2x)"
+        f"derive_messages store vs full decode at {last[0]}: {last[3] / last[2]:.1f}x faster "
+        "(target >= 2x)"
     )
     print(
-        f"live append+derive {last[0]} vs {first[0]} events: {last[5] / first[5]:.2f}x (target: flat)"
+        f"live append+derive {last[0]} vs {first[0]} events: {last[5] / first[5]:.2f}x "
+        "(target: flat)"
     )
 
 
