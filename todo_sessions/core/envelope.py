@@ -7,12 +7,20 @@ through the log is byte-exact. ``event.data`` is a deep frozen view of that payl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from ..errors import InvalidEventError
-from .jsonvalue import LosslessJSONError, canonical_json, decode_json, freeze, lossless_copy, thaw
+from .jsonvalue import (
+    LosslessJSONError,
+    canonical_parsed,
+    decode_json,
+    freeze,
+    lossless_copy,
+    thaw,
+)
 
 __all__ = [
     "MAX_INT",
@@ -84,6 +92,15 @@ def _surface_op_wire(op: SurfaceOp | None) -> Any:
 
 
 _set = object.__setattr__
+
+
+class _Parsed:
+    """Marks a payload that our strict JSON parser just produced (nobody else holds it)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class SessionEvent:
@@ -178,7 +195,10 @@ class SessionEvent:
                 field="ignorable",
             )
         try:
-            copy, text = lossless_copy(data)
+            if data.__class__ is _Parsed:  # fresh from our own JSON parser: no copy
+                copy, text = data.value, canonical_parsed(data.value)
+            else:
+                copy, text = lossless_copy(data)
         except LosslessJSONError as exc:
             _fail(
                 f"{_label(type, seq)}: data is not losslessly JSON-serializable: {exc.reason}",
@@ -288,12 +308,21 @@ class SessionEvent:
 
     def to_json(self) -> str:
         """Compact wire JSON; ``from_json(e.to_json()) == e`` and re-encoding is byte-identical."""
-        head = canonical_json({"type": self.type, "seq": self.seq, "time": self.time})
-        parts = [head[:-1], ',"data":', self._data_json]
-        if self.surface_op is not None:
-            parts += [',"surfaceOp":', canonical_json(_surface_op_wire(self.surface_op))]
+        parts = [
+            '{"type":',
+            _encode_str(self.type),
+            f',"seq":{self.seq},"time":{self.time},"data":',
+            self._data_json,
+        ]
+        op = self.surface_op
+        if op is not None:
+            parts.append(
+                ',"surfaceOp":"append"'
+                if op == "append"
+                else f',"surfaceOp":{{"op":"replace","start":{op.start},"end":{op.end}}}'  # type: ignore[union-attr]
+            )
         if self.source_event_seqs is not None:
-            parts += [',"sourceEventSeqs":', canonical_json(list(self.source_event_seqs))]
+            parts.append(f',"sourceEventSeqs":[{",".join(map(str, self.source_event_seqs))}]')
         if self.ignorable:
             parts.append(',"ignorable":true')
         parts.append("}")
@@ -302,6 +331,10 @@ class SessionEvent:
     @classmethod
     def from_dict(cls, wire: Mapping[str, Any]) -> SessionEvent:
         """Build from a wire JSON object; raises `InvalidEventError` naming what is wrong."""
+        return cls._from_wire(wire, parsed=False)
+
+    @classmethod
+    def _from_wire(cls, wire: Mapping[str, Any], *, parsed: bool) -> SessionEvent:
         if not isinstance(wire, Mapping):
             raise InvalidEventError(f"an event must be a JSON object, got {type(wire).__name__}")
         event_type, seq = wire.get("type"), wire.get("seq")
@@ -330,11 +363,12 @@ class SessionEvent:
                 seq=seq,
                 field="ignorable",
             )
+        data = wire["data"]
         return cls(
             wire["type"],
             wire["seq"],
             wire["time"],
-            wire["data"],
+            _Parsed(data) if parsed else data,
             surface_op=wire.get("surfaceOp"),
             source_event_seqs=wire.get("sourceEventSeqs"),
             ignorable=ignorable,
@@ -343,11 +377,14 @@ class SessionEvent:
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionEvent:
         """Parse one wire JSON event; raises `InvalidEventError`, never a raw parser error."""
+        fast = _from_canonical_json(text)
+        if fast is not None:
+            return fast
         try:
             wire = decode_json(text)
         except LosslessJSONError as exc:
             raise InvalidEventError(f"event is not valid lossless JSON: {exc.reason}") from None
-        return cls.from_dict(wire)
+        return cls._from_wire(wire, parsed=True)
 
     # -- value semantics ------------------------------------------------------------------------
 
@@ -396,3 +433,71 @@ _set_ignorable = _slot["ignorable"].__set__
 _set_data = _slot["_data"].__set__
 _set_data_json = _slot["_data_json"].__set__
 _set_frozen = _slot["_frozen"].__set__
+
+
+_encode_str = json.encoder.encode_basestring  # the C string encoder, as ensure_ascii=False uses
+_fast_decode = json.JSONDecoder(parse_constant=lambda name: _no_constant(name)).decode
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(name)
+
+
+def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
+    """The fast path of `SessionEvent.from_json` for lines in our own canonical form.
+
+    It parses without duplicate-key detection and accepts the result only if re-encoding the
+    event gives back exactly the input: that rules out duplicate keys, escapes we would not
+    write, and every other difference. Anything else returns None, and the strict path (which
+    names what is wrong) takes over.
+    """
+    if not isinstance(text, str):
+        return None
+    try:
+        wire = _fast_decode(text)
+    except ValueError:
+        return None
+    if type(wire) is not dict or not wire.keys() <= _WIRE_KEYS:
+        return None
+    event_type, seq, time, data = (
+        wire.get("type"),
+        wire.get("seq"),
+        wire.get("time"),
+        wire.get("data", _MISSING),
+    )
+    if (
+        type(event_type) is not str
+        or type(seq) is not int
+        or type(time) is not int
+        or data is _MISSING
+        or not event_type.isprintable()
+        or not 1 <= len(event_type) <= 200
+        or not 0 <= seq <= MAX_INT
+        or not -MAX_INT <= time <= MAX_INT
+        or wire.get("ignorable", True) is not True
+    ):
+        return None
+    op = wire.get("surfaceOp")
+    if op is not None and op != "append":
+        if type(op) is not dict:
+            return None
+        try:
+            op = parse_surface_op(op)
+        except InvalidEventError:
+            return None
+    seqs = wire.get("sourceEventSeqs")
+    if seqs is not None:
+        if type(seqs) is not list or not all(type(n) is int and 0 <= n <= MAX_INT for n in seqs):
+            return None
+        seqs = tuple(seqs)
+    try:
+        data_json = canonical_parsed(data)
+    except LosslessJSONError:
+        return None
+    event = SessionEvent._trusted(
+        event_type, seq, time, data, data_json, op, seqs, "ignorable" in wire
+    )
+    return event if event.to_json() == text.rstrip("\r\n") else None
+
+
+_MISSING = object()

@@ -18,6 +18,7 @@ __all__ = [
     "FrozenList",
     "LosslessJSONError",
     "canonical_json",
+    "canonical_parsed",
     "decode_json",
     "freeze",
     "lossless_copy",
@@ -113,6 +114,41 @@ def lossless_copy(value: Any, *, path: str = "data") -> tuple[Any, str]:
     if "-0.0" in text and _has_negative_zero(value):
         raise LosslessJSONError(_find_problem(value, path) or f"{path} contains -0.0")
     return copy, text
+
+
+def _unencodable(value: Any) -> NoReturn:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+# One reusable C encoder for values that cannot hold cycles (fresh from the parser):
+# ``JSONEncoder.encode`` builds a new one per call, which costs more than encoding a payload.
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_parsed_iterencode: Any = (
+    _c_make_encoder(
+        None, _unencodable, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def canonical_parsed(value: Any, *, path: str = "data") -> str:
+    """Canonical text of a value fresh from `decode_json`.
+
+    Parsed JSON is lossless by construction except for two things JSON text can carry and a
+    round trip would not keep: lone surrogate escapes and -0.0; those are refused.
+    """
+    if _parsed_iterencode is not None:
+        text = "".join(_parsed_iterencode(value, 0))
+    else:  # pragma: no cover - interpreters without the C accelerator
+        text = _ENCODER.encode(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LosslessJSONError(f"{path} contains a lone surrogate") from None
+    if "-0.0" in text and _has_negative_zero(value):
+        raise LosslessJSONError(_find_problem(value, path) or f"{path} contains -0.0")
+    return text
 
 
 def _reject_constant(name: str) -> NoReturn:

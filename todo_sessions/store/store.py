@@ -238,8 +238,13 @@ class SessionStore(LogViews, LogTail):
         a malformed event, `SessionNotFoundError` for an id with neither a stored log nor a
         pending `create`. An empty batch writes nothing and returns the current token.
         """
-        check_session_id(session_id)
         batch = [e if isinstance(e, SessionEvent) else SessionEvent.from_dict(e) for e in events]
+        return await self._append(session_id, batch, validate=True)
+
+    async def _append(self, session_id: str, batch: list[SessionEvent], *, validate: bool) -> str:
+        """`append` proper. ``validate=False`` is for callers in this package that have just
+        run `validate_event` on every event themselves (the JSONL import)."""
+        check_session_id(session_id)
         engine = await self._ready()
         if not batch:
             return await self._current_token(engine, session_id)
@@ -253,7 +258,8 @@ class SessionStore(LogViews, LogTail):
                     detail=f"but the batch is not contiguous: seq {event.seq} follows "
                     f"seq {batch[offset - 1].seq}",
                 )
-            validate_event(event)
+            if validate:
+                validate_event(event)
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         rows = [event_row(session_id, e) for e in batch]
         pending = self._pending.get(session_id)
