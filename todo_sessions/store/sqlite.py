@@ -55,7 +55,7 @@ def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
         raise SeqConflictError(session_id, first_seq, next_seq)
 
 
-def _new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
+def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
     return {
         **header,
         "incarnation": str(uuid.uuid4()),
@@ -105,7 +105,7 @@ class SQLiteWriter:
             if state is None:
                 if header is None:
                     raise SessionNotFoundError(session_id, "create it before the first append")
-                values = _new_session_values(header, now)
+                values = new_session_values(header, now)
                 conn.execute(_INSERT_SESSION_SQL, tuple(values[c] for c in _SESSION_COLUMNS))
                 state = (0, 0, values["incarnation"])
             next_seq, revision, incarnation = state

@@ -35,15 +35,16 @@ from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, begin_write, make_engine, parse_url
 from .gcpause import paused_gc
 from .migrate import _upgrade, check_not_foreign, check_revision, head_revision, run_locked
-from .reads import CoreRows
+from .postgres import append_asyncpg
+from .reads import AsyncpgRows, CoreRows
 from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
 from .sqlite import (
     AppendOutcome,
     SQLiteReader,
     SQLiteWriter,
-    _new_session_values,
     check_batch_start,
+    new_session_values,
 )
 from .tail import LogTail
 from .translate import is_unique_violation, translate_errors
@@ -271,6 +272,12 @@ class SessionStore(LogViews, LogTail):
                     incarnation, revision, _ = await self._writer.append(
                         session_id, rows, header, now
                     )
+                elif self.dialect == "postgresql":
+                    async with engine.connect() as conn:
+                        raw = await conn.get_raw_connection()
+                        incarnation, revision, _ = await append_asyncpg(
+                            raw.driver_connection, session_id, rows, header, now
+                        )
                 else:
                     incarnation, revision, _ = await self._append_core(
                         engine, session_id, rows, header, now
@@ -324,7 +331,7 @@ class SessionStore(LogViews, LogTail):
                 if header is None:
                     raise SessionNotFoundError(session_id, "create it before the first append")
                 insert = q.insert_session(conn.dialect.name)
-                await conn.execute(insert, _new_session_values(header, now))
+                await conn.execute(insert, new_session_values(header, now))
                 state = (await conn.execute(q.append_state, {"session_id": session_id})).first()
                 assert state is not None
             next_seq, revision, incarnation = state
@@ -454,8 +461,9 @@ class SessionStore(LogViews, LogTail):
 
 
 def _with_rows(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+    rows = AsyncpgRows(sync_conn) if sync_conn.dialect.name == "postgresql" else CoreRows(sync_conn)
     with paused_gc():
-        return op(CoreRows(sync_conn), *args)
+        return op(rows, *args)
 
 
 class _Conn:
