@@ -12,11 +12,10 @@ import datetime
 import errno
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import aclosing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -27,15 +26,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .core.envelope import SessionEvent
 from .core.messages import messages_adapter
-from .core.verify import Problem, verify_events
+from .core.verify import Problem
 from .errors import (
-    CorruptSessionError,
-    FormatUnsupportedError,
     SessionExistsError,
     TodoSessionsError,
 )
+from .integrity import verify_all, verify_session
 from .jsonl import export_lines, import_lines
 from .render import render_messages, render_timeline, render_todo_list
 from .store.migrate import migrate as run_migrate
@@ -352,48 +349,6 @@ def import_cmd(ctx: Context, file: IO[str], as_id: str | None) -> None:
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
 
 
-_SEQ_IN_MESSAGE = re.compile(r"\(seq (\d+)\)")
-
-
-async def _read_damaged(store: SessionStore, sid: str) -> tuple[list[SessionEvent], list[Problem]]:
-    """Every readable event of a session, and a problem for each row the store refuses.
-
-    The store's read path stops at the first bad row (undecodable, missing, an invalid stored
-    todo list, an unknown type not marked ignorable); ``verify`` reports it and reads on after it
-    so that one bad row does not hide the rest of the log. Problems without a seq (the session
-    row itself) end the read.
-    """
-    events: list[SessionEvent] = []
-    problems: list[Problem] = []
-    try:
-        await store.header(sid)
-    except CorruptSessionError as exc:
-        problems.append(Problem(None, "corrupt", str(exc)))
-    except FormatUnsupportedError as exc:
-        return events, [Problem(None, "format", str(exc))]
-    start = 0
-    while True:
-        try:
-            events.extend(await store.read_from(sid, start))
-            return events, problems
-        except CorruptSessionError as exc:
-            problem = Problem(exc.seq, "corrupt", str(exc))
-        except FormatUnsupportedError as exc:
-            found = _SEQ_IN_MESSAGE.search(str(exc))
-            problem = Problem(int(found.group(1)) if found else None, "format", str(exc))
-        problems.append(problem)
-        bad = problem.seq
-        if bad is None or bad < start:
-            return events, problems
-        if bad > start:  # the good rows before the bad one: exactly one page of them
-            async with aclosing(store.stream(sid, start, page_size=bad - start)) as rows:
-                async for event in rows:
-                    events.append(event)
-                    if event.seq == bad - 1:
-                        break
-        start = bad + 1
-
-
 @main.command("verify")
 @click.argument("session_id", required=False)
 @json_option
@@ -402,20 +357,10 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
     """Check one session (or all): seqs, rows, payloads, structure, surface, answered calls.
     Changes nothing; exits 1 when anything is wrong."""
 
-    async def check(store: SessionStore, sid: str) -> list[Problem]:
-        events, unreadable = await _read_damaged(store, sid)
-        return unreadable + verify_events(events, unreadable={p.seq for p in unreadable})
-
     async def work(store: SessionStore) -> dict[str, list[Problem]]:
         if session_id is not None:
-            return {session_id: await check(store, session_id)}
-        report: dict[str, list[Problem]] = {}
-        before = None
-        while page := await store.list(limit=500, before=before):
-            for s in page:
-                report[s.id] = await check(store, s.id)
-            before = page[-1]
-        return report
+            return {session_id: await verify_session(store, session_id)}
+        return await verify_all(store)
 
     report = ctx.run(work)
     bad = {sid: problems for sid, problems in report.items() if problems}

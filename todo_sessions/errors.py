@@ -113,7 +113,17 @@ class CorruptSessionError(TodoSessionsError):
 
 
 class FormatUnsupportedError(TodoSessionsError):
-    """The stored log uses a format version or an event type this version cannot read."""
+    """The stored log uses a format version or an event type this version cannot read.
+
+    ``session_id``, and ``seq`` for an event type, name where.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str | None = None, seq: int | None = None
+    ) -> None:
+        self.session_id = session_id
+        self.seq = seq
+        super().__init__(message)
 
 
 class SchemaError(TodoSessionsError):

@@ -78,7 +78,8 @@ def check_format_version(session_id: str, version: int) -> None:
     if version > FORMAT_VERSION:
         raise FormatUnsupportedError(
             f"session {session_id!r} was written by a newer version of todo_sessions "
-            f"(log format {version}; this version reads format {FORMAT_VERSION} and older)"
+            f"(log format {version}; this version reads format {FORMAT_VERSION} and older)",
+            session_id=session_id,
         )
 
 
@@ -163,7 +164,9 @@ def rows_to_events(
             if not ignorable:
                 raise FormatUnsupportedError(
                     f"session {session_id!r}: event type {kind!r} (seq {row_seq}) is not known "
-                    "to this version and is not marked ignorable"
+                    "to this version and is not marked ignorable",
+                    session_id=session_id,
+                    seq=row_seq,
                 )
         elif kind == "todo/write":
             problem = (

@@ -19,6 +19,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from ..errors import StoreError
+
 __all__ = [
     "SQLiteOptions",
     "StoreURL",
@@ -100,11 +102,17 @@ def ensure_private_file(path: Path) -> None:
     """Create the database file with mode 0600 (and missing directories with 0700)."""
     if path.exists():
         return
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        return
+        if path.exists():
+            return  # another process created it first
+        raise StoreError(
+            f"cannot create the database file {path}: a parent path is not a directory"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the database file {path}: {exc.strerror}") from exc
     os.close(fd)
 
 
