@@ -165,3 +165,28 @@ def test_incremental_views_equal_the_pure_fold_after_every_append(plan: Any) -> 
         assert session.derive_messages() == derive_messages(events[: i + 1])
         assert session.todos == current_todos(prefix)
         assert session.standing_plan == standing_plan(prefix)
+
+
+def test_derive_messages_snapshot_never_changes_after_later_appends_or_replaces() -> None:
+    b = LogBuilder()
+    b.exchange("first", "c1")
+    session = Session(HEADER, b.events)
+    before = session.derive_messages()
+    frozen = list(before)
+    b.turn_start()
+    b.user("second")
+    b.compact(b.surface[0], b.surface[2], "summary")
+    for event in b.events[len(session.events) :]:
+        session.append(
+            event.type,
+            event.data_copy(),
+            surface_op=event.surface_op,
+            source_event_seqs=event.source_event_seqs,
+        )
+    assert list(before) == frozen and len(before) == len(frozen)
+    after = session.derive_messages()
+    assert after == derive_messages(list(session.events)) and after != before
+    assert after[0].content[0].text == "summary"  # type: ignore[union-attr]
+    assert before[-1] == frozen[-1] and before[:2] == frozen[:2]
+    with pytest.raises(IndexError):
+        before[len(frozen)]
