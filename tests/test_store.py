@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 from typing import Any
 
@@ -138,7 +139,13 @@ async def test_gap_inside_batch_writes_nothing(store: SessionStore) -> None:
 
 @pytest.mark.parametrize(
     ("bad", "why"),
-    [(b"x", "bytes"), ({1, 2}, "set"), (float("nan"), "nan"), (object(), "object")],
+    [
+        (b"x", "bytes"),
+        ({1, 2}, "set"),
+        (float("nan"), "nan"),
+        (datetime.datetime(2026, 1, 1), "datetime"),
+        (object(), "object"),
+    ],
 )
 async def test_non_json_data_is_refused_naming_the_event(
     store: SessionStore, bad: Any, why: str

@@ -114,7 +114,15 @@ class StructureChecker:
     checks then advances; `advance` advances without checking (never raises).
     """
 
-    __slots__ = ("_calls", "_last_step", "_last_turn", "next_seq", "open_step", "open_turn")
+    __slots__ = (
+        "_calls",
+        "_last_step",
+        "_last_turn",
+        "_ordered",
+        "next_seq",
+        "open_step",
+        "open_turn",
+    )
 
     def __init__(self) -> None:
         self.next_seq: int = 0
@@ -126,13 +134,16 @@ class StructureChecker:
         self._last_turn = 0
         self._last_step = 0
         self._calls: dict[str, _Call] = {}
-        """Tool calls of the open turn by call id, in order of first appearance."""
+        """The latest tool call of the open turn with each call id."""
+        self._ordered: list[_Call] = []
+        """Every tool call of the open turn, in call order (a model may reuse an id in a later
+        step once the earlier call is answered: that is a new call)."""
 
     def unanswered_calls(self) -> tuple[OpenCall, ...]:
         """The tool calls of the open turn without a result, in call order."""
         return tuple(
             OpenCall(c.call_id, c.name, c.turn, c.step, c.call_seq, c.block_seq)
-            for c in self._calls.values()
+            for c in self._ordered
             if not c.answered
         )
 
@@ -229,10 +240,16 @@ class StructureChecker:
 
     def _check_tool_result(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
         self._need_turn(event, data)
-        if _is_not_started(data):
-            return
         call_id = _result_call_id(data)
         call = self._calls.get(call_id) if call_id is not None else None
+        if call is not None and call.answered:
+            self._fail(
+                event,
+                "duplicate-result",
+                f"tool/result answers call {call_id!r}, which already has a result",
+            )
+        if _is_not_started(data):
+            return
         if call is None or call.call_seq is None:
             self._fail(
                 event,
@@ -267,10 +284,12 @@ class StructureChecker:
             self.open_step = None
             self._last_step = 0
             self._calls = {}
+            self._ordered = []
         elif kind == "turn/end":
             self.open_turn = None
             self.open_step = None
             self._calls = {}
+            self._ordered = []
         elif self.open_turn is None:
             return
         elif kind == "step/start":
@@ -298,9 +317,9 @@ class StructureChecker:
         turn, step = self._where(data)
         for call_id, name in _tool_call_blocks(data):
             call = self._calls.get(call_id)
-            if call is None:
-                self._calls[call_id] = _Call(call_id, name, turn, step, block_seq=event.seq)
-            elif call.block_seq is None:
+            if call is None or call.answered or call.block_seq is not None:
+                self._new_call(_Call(call_id, name, turn, step, block_seq=event.seq))
+            else:
                 call.block_seq = event.seq
 
     def _add_call(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
@@ -309,13 +328,16 @@ class StructureChecker:
             return
         turn, step = self._where(data)
         call = self._calls.get(call_id)
-        if call is None:
+        if call is None or call.answered or call.call_seq is not None:
             name = data.get("name")
             call = _Call(call_id, name if isinstance(name, str) else "", turn, step)
-            self._calls[call_id] = call
-        if call.call_seq is None:
-            call.call_seq = event.seq
-            call.turn, call.step = turn, step
+            self._new_call(call)
+        call.call_seq = event.seq
+        call.turn, call.step = turn, step
+
+    def _new_call(self, call: _Call) -> None:
+        self._calls[call.call_id] = call
+        self._ordered.append(call)
 
 
 def check_structure(events: Iterable[SessionEvent]) -> None:
