@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -99,7 +100,7 @@ async def test_failed_flush_is_retried_at_the_next_checkpoint(
 ) -> None:
     store = SessionStore(db_url)
     real_append = store.append
-    failures = [StoreBusyError("database is locked (simulated)")]
+    failures = [StoreBusyError("database is locked (simulated)") for _ in range(3)]
 
     async def flaky_append(session_id: str, events: Any) -> str:
         if failures:
@@ -147,3 +148,87 @@ async def test_close_drains_and_fork_owns_the_child(shared_db_url: str) -> None:
         check_structure(list(child.events))
     async with SessionStore(shared_db_url) as store:
         assert {s.id for s in await store.list()} == {"parent", "child"}
+
+
+class Effect:
+    """A tool with a side effect we can count."""
+
+    name = "deploy"
+    description = "deploys"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, args: dict[str, Any], context: ToolContext) -> ToolResult:
+        self.runs += 1
+        return ToolResult.text("deployed")
+
+
+async def test_a_tool_never_runs_when_its_call_cannot_be_stored(tmp_path: Any) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path}/s.db")
+    real_append = store.append
+    broken = {"on": False}
+
+    async def append(session_id: str, events: Any) -> str:
+        if broken["on"]:
+            raise StoreBusyError("database is locked (simulated, for good)")
+        return await real_append(session_id, events)
+
+    store.append = append  # type: ignore[method-assign]
+    effect = Effect()
+    async with SessionService(store, strict=True) as service:
+        session = await service.new("effects")
+        tools = ToolRegistry()
+        tools.register(effect)
+        model = ScriptedModel([ScriptedResponse(tool_calls=[("deploy", {}), ("deploy", {})])])
+
+        async def checkpoint(name: str) -> None:
+            broken["on"] = name == "before-tool"  # the store fails exactly there
+            await service.checkpoint("effects", name)
+
+        outcome = await AgentLoop(session, model, tools, checkpoint=checkpoint).run_turn("ship")
+        assert effect.runs == 0
+        assert outcome.reason == "error"
+        results = [e for e in session.events if e.type == "tool/result"]
+        assert [r.data["error"]["code"] for r in results] == ["TOOL_NOT_STARTED"] * 2
+        assert "could not be recorded durably" in results[0].data_json
+        check_structure(list(session.events))
+        broken["on"] = False
+    async with SessionStore(f"sqlite:///{tmp_path}/s.db") as reopened:
+        stored = await reopened.read_from("effects")
+    assert stored[-1].data["reason"]["kind"] == "error" and len(stored) == len(session.events)
+
+
+async def test_a_cancelled_flush_does_not_wedge_the_session(tmp_path: Any) -> None:
+    async with SessionService(SessionStore(f"sqlite:///{tmp_path}/s.db")) as service:
+        session = await service.new("big")
+        session.append("turn/start", {"turn": 1})
+        for i in range(3000):
+            session.append("request/context", {"i": i, "pad": "x" * 200})
+        flushing = asyncio.create_task(service.flush("big"))
+        await asyncio.sleep(0)  # the append is under way in the writer thread
+        flushing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await flushing
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        await service.flush("big")  # no SeqConflictError: the cancelled write was recorded
+        assert service.pending("big") == 0
+        assert await service.store.count("big") == len(session.events)
+
+
+async def test_aclose_drains_every_session_even_when_one_fails(shared_db_url: str) -> None:
+    service = SessionService(SessionStore(shared_db_url))
+    first = await service.new("first")
+    first.append("turn/start", {"turn": 1})
+    await service.flush("first")
+    async with SessionStore(shared_db_url) as intruder:
+        await intruder.append("first", [SessionEvent("request/context", 1, T0, {"x": 1})])
+    first.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    second = await service.new("second")
+    second.append("turn/start", {"turn": 1})
+    with pytest.raises(ExceptionGroup) as info:
+        await service.aclose()
+    assert [type(e) for e in info.value.exceptions] == [SeqConflictError]
+    async with SessionStore(shared_db_url) as store:
+        assert await store.count("second") == 1  # drained despite the failure before it

@@ -15,6 +15,7 @@ live here raises `SessionExistsError`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,13 @@ from types import TracebackType
 from typing import Any, Self
 
 from .core.header import SessionHeader
-from .errors import SeqConflictError, SessionExistsError, SessionNotFoundError, TodoSessionsError
+from .errors import (
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreBusyError,
+    StoreError,
+    TodoSessionsError,
+)
 from .session import Session, wall_clock_ms
 from .store.store import SessionStore
 
@@ -31,13 +38,27 @@ __all__ = ["SessionService"]
 logger = logging.getLogger("todo_sessions.service")
 
 
+_RETRIES = (0.05, 0.2)
+"""Pauses between flush attempts at an ordinary checkpoint (then: keep queued)."""
+_BEFORE_TOOL_RETRIES = (0.05, 0.2, 1.0)
+"""Pauses between flush attempts before a tool runs (then: raise, the tool does not run)."""
+
+
 class _Live:
-    __slots__ = ("flushed", "lock", "session")
+    __slots__ = ("flushed", "inflight", "lock", "session")
 
     def __init__(self, session: Session, flushed: int) -> None:
         self.session = session
         self.flushed = flushed
         self.lock = asyncio.Lock()
+        self.inflight: asyncio.Future[str] | None = None
+
+    def settle(self, write: asyncio.Future[str], count: int) -> None:
+        """Record a finished store append (it may outlive a cancelled flush)."""
+        if self.inflight is write:
+            self.inflight = None
+        if not write.cancelled() and write.exception() is None:
+            self.flushed += count
 
 
 class SessionService:
@@ -138,6 +159,8 @@ class SessionService:
         """Write the queued events of one live session (or of all) to the store.
 
         Raises what the store raised; the events stay queued and the next flush retries them.
+        Cancelling a flush never loses track of a write: the store append runs to its end
+        (shielded) and its outcome is recorded whether or not anyone still awaits it.
         """
         ids = [session_id] if session_id is not None else list(self._live)
         for sid in ids:
@@ -145,11 +168,15 @@ class SessionService:
             if live is None:
                 raise SessionNotFoundError(sid, "not live in this service")
             async with live.lock:
+                if live.inflight is not None:  # a cancelled flush may still be writing
+                    await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
                 events = live.session.events[live.flushed :]
                 if not events:
                     continue
-                await self.store.append(sid, events)
-                live.flushed += len(events)
+                write = asyncio.ensure_future(self.store.append(sid, events))
+                live.inflight = write
+                write.add_done_callback(functools.partial(live.settle, count=len(events)))
+                await asyncio.shield(write)
 
     def checkpoint_for(self, session_id: str) -> Callable[[str], Any]:
         """The checkpoint callback for an `AgentLoop` on this session."""
@@ -160,22 +187,36 @@ class SessionService:
         return checkpoint
 
     async def checkpoint(self, session_id: str, name: str = "checkpoint") -> None:
-        """Flush at a loop checkpoint. A transient failure is logged and kept for a retry at
-        the next checkpoint; a seq conflict (another writer) is raised."""
-        try:
-            await self.flush(session_id)
-            self.last_flush_error = None
-        except SeqConflictError:
-            raise
-        except TodoSessionsError as exc:
-            self.last_flush_error = exc
-            logger.warning(
-                "session %r: flush at %s failed, %d events stay queued for the next checkpoint: %s",
-                session_id,
-                name,
-                self.pending(session_id),
-                exc,
-            )
+        """Flush at a loop checkpoint.
+
+        A transient failure (`StoreBusyError`, a lost connection) is retried a few times; if
+        it persists it is logged and the events stay queued for the next checkpoint, except at
+        ``"before-tool"``, where it is raised: a tool must not run before its ``tool/call`` is
+        durable, or a crash could repeat its side effects with no trace. Other failures (a seq
+        conflict with another writer, a deleted session) are raised at once.
+        """
+        delays = _BEFORE_TOOL_RETRIES if name == "before-tool" else _RETRIES
+        for attempt, delay in enumerate((*delays, None)):
+            try:
+                await self.flush(session_id)
+                self.last_flush_error = None
+                return
+            except (StoreBusyError, StoreError) as exc:
+                self.last_flush_error = exc
+                if delay is not None:
+                    await asyncio.sleep(delay)
+                    continue
+                if name == "before-tool":
+                    raise
+                logger.warning(
+                    "session %r: flush at %s failed after %d tries, %d events stay queued for "
+                    "the next checkpoint: %s",
+                    session_id,
+                    name,
+                    attempt + 1,
+                    self.pending(session_id),
+                    exc,
+                )
 
     async def close(self, session_id: str) -> None:
         """Flush and stop owning a live session."""
@@ -183,9 +224,19 @@ class SessionService:
         del self._live[session_id]
 
     async def aclose(self) -> None:
-        """Drain every live session, then close the store."""
+        """Drain every live session, then close the store.
+
+        Every session is flushed even if another one fails; failures are raised together
+        afterwards (an `ExceptionGroup`), and a session that failed stays live and queued.
+        """
+        errors: list[Exception] = []
         try:
             for sid in list(self._live):
-                await self.close(sid)
+                try:
+                    await self.close(sid)
+                except TodoSessionsError as exc:
+                    errors.append(exc)
         finally:
             await self.store.aclose()
+        if errors:
+            raise ExceptionGroup("some live sessions could not be flushed", errors)

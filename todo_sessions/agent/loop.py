@@ -31,6 +31,7 @@ Checkpoint = Callable[[str], Awaitable[None]]
 
 CANCELLED_ERROR = {"name": "ToolCancelledError", "code": "TOOL_CANCELLED"}
 TOOL_ERROR = {"name": "ToolError", "code": "TOOL_ERROR"}
+NOT_STARTED_ERROR = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +236,14 @@ class AgentLoop:
                 "arguments": call.arguments,
             },
         )
-        await self._checkpoint("before-tool")
+        try:
+            await self._checkpoint("before-tool")
+        except Exception as exc:
+            # The call is not durable: never run the tool (a crash now would leave no trace of
+            # its side effects). Answer it as not run; the turn then ends with the error.
+            why = f"not run: the call could not be recorded durably ({exc})"
+            self._result(turn, step, call.id, event.seq, ToolResult.error(why), NOT_STARTED_ERROR)
+            raise
         context = ToolContext(
             session=self.session, call_id=call.id, turn=turn, step=step, cancel=self._cancel
         )
