@@ -249,7 +249,16 @@ async def test_mutating_inputs_after_append_never_changes_the_log(store: Session
 async def test_event_rows_cannot_be_updated_or_deleted_with_raw_sql(store: SessionStore) -> None:
     await store.create(header("s1"))
     await store.append("s1", turn(0))
+    replace = (
+        "INSERT OR REPLACE INTO session_events (session_id, seq, type, time, data) "
+        "VALUES ('s1', 0, 'turn/start', 0, '[]')"
+        if store.dialect == "sqlite"
+        else "INSERT INTO session_events (session_id, seq, type, time, data) "
+        "VALUES ('s1', 0, 'turn/start', 0, '[]') "
+        "ON CONFLICT (session_id, seq) DO UPDATE SET data = excluded.data"
+    )
     statements = [
+        replace,
         "UPDATE session_events SET data = '{}' WHERE session_id = 's1' AND seq = 0",
         "UPDATE session_events SET seq = seq + 100 WHERE session_id = 's1'",
         "DELETE FROM session_events WHERE session_id = 's1' AND seq = 5",

@@ -38,7 +38,8 @@ def is_unique_violation(exc: BaseException) -> bool:
     """True for a primary-key / unique violation from either backend."""
     driver = _driver_error(exc)
     if isinstance(driver, sqlite3.IntegrityError):
-        return "UNIQUE constraint failed" in str(driver)
+        text = str(driver)
+        return "UNIQUE constraint failed" in text or "that seq already exists" in text
     return _sqlstate(driver) == "23505"
 
 
