@@ -370,3 +370,49 @@ def test_header_accepts_absolute_paths_and_round_trips_wire() -> None:
     header = SessionHeader(id="s", created_at=1, cwd="/home/me", parent_session="p", seed_length=3)
     assert header.to_wire()["parentSession"] == "p"
     assert SessionHeader.model_validate(header.to_wire()) == header
+
+
+def _nested(depth: int) -> list[Any]:
+    root: list[Any] = []
+    node = root
+    for _ in range(depth - 1):
+        node.append([])
+        node = node[0]
+    return root
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type":"t","seq":0,"time":0,"data":1e999}',
+        '{"type":"t","seq":0,"time":0,"data":' + "9" * 5000 + "}",
+        '{"type":"t","seq":0,"time":0,"data":' + "[" * 3000 + "]" * 3000 + "}",
+        '{"type":"t","seq":0,"time":0,"data":' + "[" * 300 + "]" * 300 + "}",
+        '{"type":"t","seq":0,"time":0,"data":"\\ud800"}',
+    ],
+    ids=["inf", "huge-int", "very-deep", "deep", "lone-surrogate"],
+)
+def test_hostile_json_lines_are_invalid_events(line: str) -> None:
+    with pytest.raises(InvalidEventError):
+        SessionEvent.from_json(line)
+
+
+def test_nesting_depth_is_capped_and_deep_but_allowed_data_stays_usable() -> None:
+    from todo_sessions.core.jsonvalue import MAX_DEPTH
+
+    with pytest.raises(InvalidEventError, match="nests deeper"):
+        SessionEvent("x/y", 0, 0, _nested(2000), ignorable=True)
+    with pytest.raises(InvalidEventError, match="nests deeper"):
+        SessionEvent("x/y", 0, 0, _nested(MAX_DEPTH + 1), ignorable=True)
+    event = SessionEvent("x/y", 0, 0, _nested(MAX_DEPTH), ignorable=True)
+    assert SessionEvent.from_json(event.to_json()) == event
+    assert event.data == _nested(MAX_DEPTH)
+
+
+@pytest.mark.parametrize("field", ["cwd", "title", "origin"])
+@pytest.mark.parametrize("bad", ["nul\x00inside", "lone\udcffsurrogate"])
+def test_header_text_must_be_storable_on_every_backend(field: str, bad: str) -> None:
+    value = "/" + bad if field == "cwd" else bad
+    with pytest.raises(InvalidEventError) as info:
+        SessionHeader(id="s", created_at=0, **{field: value})
+    assert info.value.field == field

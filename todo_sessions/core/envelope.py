@@ -455,7 +455,7 @@ def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
         return None
     try:
         wire = _fast_decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if type(wire) is not dict or not wire.keys() <= _WIRE_KEYS:
         return None

@@ -23,15 +23,28 @@ __all__ = ["SessionHeader", "check_session_id"]
 
 
 def check_session_id(value: Any) -> str:
-    """A session id is a string of 1-200 characters with no control characters."""
+    """A session id is a string of 1-200 characters with no control characters (and no lone
+    surrogates, which no database can store). Raises `InvalidEventError` (a ValueError)."""
     if not isinstance(value, str) or not 1 <= len(value) <= 200:
-        raise ValueError(f"session id must be a string of 1-200 characters, got {value!r}")
+        raise InvalidEventError(
+            f"session id must be a string of 1-200 characters, got {value!r}", field="session_id"
+        )
     if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
-        raise ValueError(f"session id must not contain control characters: {value!r}")
+        raise InvalidEventError(
+            f"session id must not contain control characters: {value!r}", field="session_id"
+        )
+    return value
+
+
+def check_text(value: str) -> str:
+    """Header text is stored as is on every backend: no NUL, no lone surrogates."""
+    if "\x00" in value or any(unicodedata.category(ch) == "Cs" for ch in value):
+        raise ValueError(f"must not contain NUL or lone surrogate characters: {value!r}")
     return value
 
 
 SessionId = Annotated[str, AfterValidator(check_session_id)]
+Text = Annotated[str, AfterValidator(check_text)]
 
 
 class SessionHeader(BaseModel):
@@ -47,12 +60,12 @@ class SessionHeader(BaseModel):
 
     id: SessionId
     created_at: int = Field(ge=0, le=2**63 - 1)
-    cwd: str | None = None
+    cwd: Text | None = None
     parent_session: SessionId | None = None
     seed_length: int | None = Field(default=None, ge=0)
-    origin: str | None = None
+    origin: Text | None = None
     delegation_depth: int = Field(default=0, ge=0)
-    title: str | None = None
+    title: Text | None = None
     format_version: int = Field(default=FORMAT_VERSION, ge=0)
 
     @field_validator("cwd")

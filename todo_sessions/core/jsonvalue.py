@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 __all__ = [
+    "MAX_DEPTH",
     "FrozenDict",
     "FrozenList",
     "LosslessJSONError",
@@ -26,6 +27,26 @@ __all__ = [
 ]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+MAX_DEPTH = 256
+"""Deepest nesting of lists and dicts a payload may have (deeper is refused, not truncated)."""
+
+
+def _too_deep(value: Any, text: str) -> bool:
+    """True if ``value`` nests deeper than `MAX_DEPTH` (the walk runs only for payloads with
+    more containers than that, which the text tells at C speed)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
 
 
 class LosslessJSONError(ValueError):
@@ -96,16 +117,24 @@ def lossless_copy(value: Any, *, path: str = "data") -> tuple[Any, str]:
     """
     try:
         text = _ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels") from None
+    except (TypeError, ValueError) as exc:
         if isinstance(exc, ValueError) and "Circular reference" in str(exc):
             raise LosslessJSONError(f"{path} contains a reference cycle") from None
-        raise LosslessJSONError(_find_problem(value, path) or str(exc)) from None
+        try:
+            problem = _find_problem(value, path)
+        except RecursionError:
+            problem = f"{path} nests deeper than {MAX_DEPTH} levels"
+        raise LosslessJSONError(problem or str(exc)) from None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise LosslessJSONError(
             _find_problem(value, path) or f"{path} contains a lone surrogate"
         ) from None
+    if _too_deep(value, text):
+        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels")
     copy = json.loads(text)
     if copy != value:
         raise LosslessJSONError(
@@ -138,10 +167,19 @@ def canonical_parsed(value: Any, *, path: str = "data") -> str:
     Parsed JSON is lossless by construction except for two things JSON text can carry and a
     round trip would not keep: lone surrogate escapes and -0.0; those are refused.
     """
-    if _parsed_iterencode is not None:
-        text = "".join(_parsed_iterencode(value, 0))
-    else:  # pragma: no cover - interpreters without the C accelerator
-        text = _ENCODER.encode(value)
+    try:
+        if _parsed_iterencode is not None:
+            text = "".join(_parsed_iterencode(value, 0))
+        else:  # pragma: no cover - interpreters without the C accelerator
+            text = _ENCODER.encode(value)
+    except ValueError:  # 1e999 parses to inf, which JSON cannot hold
+        raise LosslessJSONError(
+            _find_problem(value, path) or f"{path} holds a number JSON cannot represent"
+        ) from None
+    except RecursionError:
+        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels") from None
+    if _too_deep(value, text):
+        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -188,6 +226,10 @@ def decode_json(text: str | bytes, *, strict: bool = True) -> Any:
     try:
         return decoder.decode(text)
     except json.JSONDecodeError as exc:
+        raise LosslessJSONError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise LosslessJSONError(f"JSON nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         raise LosslessJSONError(f"invalid JSON: {exc}") from None
 
 

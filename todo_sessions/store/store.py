@@ -351,6 +351,7 @@ class SessionStore(LogViews, LogTail):
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and all its events (the only way rows ever leave)."""
+        check_session_id(session_id)
         engine = await self._ready()
         pending = self._pending.pop(session_id, None)
         self._checkers.pop(session_id, None)
@@ -374,6 +375,7 @@ class SessionStore(LogViews, LogTail):
     async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T:
         """Run a read operation of `reads` in one read transaction: in a reader thread on a
         SQLite file, else through ``run_sync`` on a pooled SQLAlchemy connection."""
+        check_session_id(args[0])  # every read is of one session
         engine = await self._ready()
         with translate_errors(what):
             if self._reader is not None:
