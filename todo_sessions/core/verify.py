@@ -50,6 +50,9 @@ def verify_events(
     trusted = True
     expected = 0
     for event in events:
+        if event.seq < expected:  # a repeated seq: report it, fold only the first copy
+            problems.append(Problem(event.seq, "seq", f"expected seq {expected}"))
+            continue
         if event.seq != expected:
             missing = range(expected, event.seq)
             if missing and all(seq in unreadable for seq in missing):
