@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from factories import header
 from logs import LogBuilder
 
-from todo_sessions import SessionEvent, SessionStore
+from todo_sessions import SessionEvent, SessionHeader, SessionStore
 from todo_sessions.cli import main
 from todo_sessions.demo import run_demo
 from todo_sessions.errors import InvalidEventError, SessionExistsError, SessionNotFoundError
-from todo_sessions.jsonl import export_lines, import_lines
+from todo_sessions.jsonl import export_lines, header_line, import_lines
 
 T0 = 1_764_000_000_000
 
@@ -306,3 +306,30 @@ async def test_blank_lines_and_crlf_are_tolerated(store: SessionStore) -> None:
     crlf = [line + "\r\n" for line in lines[:3]] + ["\n"] + file_lines(lines[3:]) + ["\n"]
     await import_lines(store, crlf, as_id="crlf")
     assert await store.read_from("crlf") == events
+
+
+def test_import_refuses_a_broken_surface_and_a_newer_header_format(tmp_path: Path) -> None:
+    from todo_sessions.jsonl import parse_lines
+
+    b = LogBuilder()
+    b.exchange("hi")
+    lines = [header_line(SessionHeader(id="s", created_at=0)), *(e.to_json() for e in b.events)]
+    bad_replace = SessionEvent(
+        "user/message",
+        len(b.events),
+        0,
+        b.events[1].data_copy(),
+        surface_op={"op": "replace", "start": 999, "end": 999},
+        source_event_seqs=[0],
+    )
+    with pytest.raises(InvalidEventError, match=rf"line {len(lines) + 1}: .*start seq 999"):
+        parse_lines([*lines, bad_replace.to_json()])
+    newer = json.loads(lines[0])
+    newer["header"]["formatVersion"] = 7
+    with pytest.raises(InvalidEventError, match="format_version 7 is newer"):
+        asyncio.run(_import_into(tmp_path, [json.dumps(newer), *lines[1:]]))
+
+
+async def _import_into(tmp_path: Path, lines: list[str]) -> None:
+    async with SessionStore(f"sqlite:///{tmp_path}/n.db") as store:
+        await import_lines(store, lines)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader
+from .core.surface import SurfaceState
 from .errors import InvalidEventError
 from .store.gcpause import paused_gc
 from .store.store import SessionStore
@@ -72,16 +73,20 @@ def parse_lines(
     except ValueError as exc:
         raise _fail(1, f"invalid header: {exc}") from None
     events: list[SessionEvent] = []
+    surface = SurfaceState(build_messages=False)
     for number, text in enumerate(iterator, start=2):
         if not text.strip():
             continue
         try:
             event = SessionEvent.from_json(text)
             validate_event(event)
+            if event.seq != len(events):
+                raise _fail(number, f"event has seq {event.seq}, expected {len(events)}")
+            surface.apply(event)
         except InvalidEventError as exc:
+            if exc.field and exc.field.startswith("line "):
+                raise
             raise _fail(number, str(exc)) from None
-        if event.seq != len(events):
-            raise _fail(number, f"event has seq {event.seq}, expected {len(events)}")
         events.append(event)
         if progress is not None:
             progress(1)

@@ -163,14 +163,15 @@ class CoreRows:
 # -- operations ---------------------------------------------------------------------------------
 
 
-def read_session(rows: Rows, session_id: str) -> dict[str, Any]:
+def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> dict[str, Any]:
     """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
-    `FormatUnsupportedError`."""
+    `FormatUnsupportedError` (unless ``check_format=False``: counting needs no decoding)."""
     found = rows.fetch("session", {"session_id": session_id})
     if not found:
         raise SessionNotFoundError(session_id)
     row = dict(zip(SESSION_COLUMNS, found[0], strict=True))
-    check_format_version(session_id, row["format_version"])
+    if check_format:
+        check_format_version(session_id, row["format_version"])
     return row
 
 
@@ -229,7 +230,7 @@ def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[Se
 
 
 def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
-    row = read_session(rows, session_id)
+    row = read_session(rows, session_id, check_format=False)
     if event_type is None:
         return int(row["next_seq"])
     found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})

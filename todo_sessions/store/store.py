@@ -19,11 +19,12 @@ from typing import Any, Literal, Self, TypeVar
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ..core.catalog import validate_event
+from ..core.catalog import FORMAT_VERSION, validate_event
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.structure import StructureChecker
 from ..errors import (
+    InvalidEventError,
     SchemaError,
     SeqConflictError,
     SessionExistsError,
@@ -222,6 +223,12 @@ class SessionStore(LogViews, LogTail):
         """Register a new session. Nothing is written until its first non-empty append."""
         if not isinstance(header, SessionHeader):
             raise TypeError(f"create() takes a SessionHeader, got {type(header).__name__}")
+        if header.format_version > FORMAT_VERSION:
+            raise InvalidEventError(
+                f"session {header.id!r}: format_version {header.format_version} is newer than "
+                f"this version writes ({FORMAT_VERSION})",
+                field="format_version",
+            )
         engine = await self._ready()
         if header.id in self._pending:
             raise SessionExistsError(header.id)

@@ -25,7 +25,7 @@ from ..core.repair import interrupted_turn_closers
 from ..core.structure import StructureChecker
 from ..core.surface import derive_messages
 from ..core.todos import TodoItem
-from ..errors import SeqConflictError, StructureError
+from ..errors import CorruptSessionError, InvalidEventError, SeqConflictError, StructureError
 from . import reads
 from .gcpause import paused_gc
 from .results import StoredLog
@@ -83,7 +83,10 @@ class LogViews:
             upto_seq,
         )
         with paused_gc():
-            return derive_messages(events)
+            try:
+                return derive_messages(events)
+            except InvalidEventError as exc:  # stored rows that break the surface rules
+                raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
 
     # -- crash repair ---------------------------------------------------------------------------
 
