@@ -361,3 +361,38 @@ async def test_follow_yields_stored_then_new_events_and_releases_on_close(
         assert pool.checkedout() == 0
     with pytest.raises(SessionNotFoundError):
         await anext(store.follow("missing"))
+
+
+async def test_many_followers_do_not_starve_the_store(store: SessionStore) -> None:
+    await store.create(header("busy"))
+    await store.append("busy", turn(0))
+    seen: dict[int, list[int]] = {i: [] for i in range(3 * 5 + 5)}  # more than the pool holds
+
+    async def follow(i: int) -> None:
+        async for event in store.follow("busy", 4, poll_interval=0.01):
+            seen[i].append(event.seq)
+            if event.seq == 11:
+                return
+
+    followers = [asyncio.create_task(follow(i)) for i in seen]
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(store.append("busy", turn(6, 2)), 10)
+    await asyncio.wait_for(asyncio.gather(*followers), 20)
+    assert all(seqs == list(range(4, 12)) for seqs in seen.values())
+
+
+@pytest.mark.parametrize(
+    ("query", "args"),
+    [
+        ("sslmode=require", {"ssl": "require"}),
+        ("connect_timeout=2.5", {"timeout": 2.5}),
+        ("application_name=harness", {"server_settings": {"application_name": "harness"}}),
+    ],
+)
+def test_libpq_url_parameters_become_asyncpg_arguments(query: str, args: dict[str, Any]) -> None:
+    from todo_sessions.store.engine import parse_url
+
+    target = parse_url(f"postgresql://u@h/db?{query}")
+    assert dict(target.connect_args) == args
+    assert not target.url.query
+    assert target.url.drivername == "postgresql+asyncpg"

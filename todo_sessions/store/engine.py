@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +59,8 @@ class StoreURL:
     dialect: Literal["sqlite", "postgresql"]
     path: Path | None
     """The SQLite file, or None for an in-memory database or PostgreSQL."""
+    connect_args: Mapping[str, Any] = field(default_factory=dict)
+    """Driver arguments taken out of the URL's query (libpq spellings → asyncpg's)."""
 
     @property
     def memory(self) -> bool:
@@ -83,7 +86,19 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
         path = Path(database).expanduser().absolute()
         return StoreURL(parsed.set(database=str(path)), "sqlite", path)
     if backend in ("postgresql", "postgres"):
-        return StoreURL(parsed.set(drivername="postgresql+asyncpg"), "postgresql", None)
+        query = dict(parsed.query)
+        args: dict[str, Any] = {}
+        if "sslmode" in query:  # libpq's name; asyncpg takes the same modes as ``ssl``
+            args["ssl"] = query.pop("sslmode")
+        if "application_name" in query:
+            args["server_settings"] = {"application_name": query.pop("application_name")}
+        if "connect_timeout" in query:
+            try:
+                args["timeout"] = float(query.pop("connect_timeout"))  # type: ignore[arg-type]
+            except ValueError:
+                raise ValueError("connect_timeout in the database URL must be a number") from None
+        url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
+        return StoreURL(url_, "postgresql", None, args)
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )
@@ -137,6 +152,7 @@ def make_engine(
     if target.dialect == "postgresql":
         return create_async_engine(
             target.url,
+            connect_args=dict(target.connect_args),
             pool_size=pool_size,
             max_overflow=max_overflow,
             # No pre-ping: it costs three extra round trips per checkout (measured: single

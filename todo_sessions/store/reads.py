@@ -147,6 +147,10 @@ class AsyncpgRows:
         args = [values[key] for key in order]
         return self._adapted.run_async(lambda driver: driver.fetch(sql, *args))
 
+    def execute(self, sql: str) -> None:
+        """Run a statement without results (transaction control)."""
+        self._adapted.run_async(lambda driver: driver.execute(sql))
+
 
 class CoreRows:
     """`Rows` on a (sync facade of a) SQLAlchemy connection."""

@@ -29,6 +29,7 @@ from ..errors import (
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
+    StoreError,
 )
 from . import queries as q
 from . import reads
@@ -47,7 +48,7 @@ from .sqlite import (
     check_batch_start,
     new_session_values,
 )
-from .tail import LogTail
+from .tail import LogTail, PgListener
 from .translate import is_unique_violation, translate_errors
 from .views import LogViews
 
@@ -121,6 +122,7 @@ class SessionStore(LogViews, LogTail):
         # An in-memory SQLite database is one connection: serialise everything on it.
         self._memory_lock = asyncio.Lock() if self._target.memory else None
         self._closed = False
+        self._pg_listener: PgListener | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -153,6 +155,11 @@ class SessionStore(LogViews, LogTail):
                         store_id = (await conn.execute(q.select_store_id)).scalar_one_or_none()
                 if store_id is None:
                     raise SchemaError(f"{self.url}: store_state has no store id; not our database")
+            except TypeError as exc:  # the driver refused a query parameter of the URL
+                await engine.dispose()
+                if "unexpected keyword argument" not in str(exc):
+                    raise
+                raise StoreError(f"{self.url}: unsupported URL parameter ({exc})") from exc
             except BaseException:
                 await engine.dispose()
                 raise
@@ -184,6 +191,9 @@ class SessionStore(LogViews, LogTail):
         writer, reader, engine = self._writer, self._reader, self._engine
         self._writer = self._reader = None
         self._engine = None
+        if self._pg_listener is not None:
+            await self._pg_listener.close()
+            self._pg_listener = None
         if writer is not None:
             await writer.close()
         if reader is not None:
@@ -379,6 +389,16 @@ class SessionStore(LogViews, LogTail):
             return self._token("", 0)
         raise SessionNotFoundError(session_id)
 
+    async def _listener(self) -> PgListener:
+        """The store's LISTEN connection for `follow` (PostgreSQL), opened on first use."""
+        if self._pg_listener is None:
+            dsn = self._target.url.set(drivername="postgresql")
+            self._pg_listener = PgListener(
+                dsn.render_as_string(hide_password=False), self._target.connect_args
+            )
+        await self._pg_listener.ensure_connected()
+        return self._pg_listener
+
     async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T:
         """Run a read operation of `reads` in one read transaction: in a reader thread on a
         SQLite file, else through ``run_sync`` on a pooled SQLAlchemy connection."""
@@ -470,9 +490,18 @@ class SessionStore(LogViews, LogTail):
 
 
 def _with_rows(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T:
-    rows = AsyncpgRows(sync_conn) if sync_conn.dialect.name == "postgresql" else CoreRows(sync_conn)
-    with paused_gc():
-        return op(rows, *args)
+    if sync_conn.dialect.name != "postgresql":
+        with paused_gc():
+            return op(CoreRows(sync_conn), *args)
+    rows = AsyncpgRows(sync_conn)
+    # The reads run on the driver, outside SQLAlchemy's (lazy, never started) transaction:
+    # give them one snapshot of their own.
+    rows.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        with paused_gc():
+            return op(rows, *args)
+    finally:
+        rows.execute("ROLLBACK")
 
 
 class _Conn:

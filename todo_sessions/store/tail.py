@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..core.envelope import SessionEvent
 from .translate import translate_errors
 
-__all__ = ["NOTIFY_CHANNEL", "LogTail"]
+__all__ = ["NOTIFY_CHANNEL", "LogTail", "PgListener"]
 
 NOTIFY_CHANNEL = "todo_sessions_appended"
 """PostgreSQL channel notified with the session id after each committed append."""
@@ -83,7 +83,11 @@ class LogTail:
         """The stored events from ``from_seq``, then each new one as any process appends it,
         in seq order with no gaps or duplicates. Runs until the caller stops iterating (or the
         session is deleted: `SessionNotFoundError`). Closing the iterator releases its
-        connection."""
+        connection.
+
+        On PostgreSQL all followers of a store share one LISTEN connection of their own, so
+        any number of them never takes connections from the pool.
+        """
         _check_from(from_seq)
         size = page_size or self.page_size
         engine = await self._ready()
@@ -112,27 +116,69 @@ class LogTail:
             yield poll
             return
 
-        def notified(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            if payload == session_id:
-                wake.set()
+        listener = await self._listener()
+        listener.add(session_id, wake)
 
         async def until_notified(_interval: float) -> None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), _PG_RECHECK_SECONDS)
+            await listener.ensure_connected()  # after a lost connection: reconnect
 
-        with translate_errors(f"following session {session_id!r}"):
-            conn = await engine.connect()
-            try:
-                raw = await conn.get_raw_connection()
-                listener = raw.driver_connection
-                await listener.add_listener(NOTIFY_CHANNEL, notified)
-            except BaseException:
-                await conn.close()
-                raise
         try:
             yield until_notified
         finally:
-            try:
-                await listener.remove_listener(NOTIFY_CHANNEL, notified)
-            finally:
-                await conn.close()
+            listener.remove(session_id, wake)
+
+    @abstractmethod
+    async def _listener(self) -> PgListener: ...
+
+
+class PgListener:
+    """One LISTEN connection per store, outside the pool, shared by all its followers.
+
+    Followers register an `asyncio.Event` per session; a notification for a session sets its
+    events. If the connection is lost, followers still make progress through their periodic
+    re-check, and the connection is re-opened on their next wait.
+    """
+
+    def __init__(self, dsn: str, connect_args: Mapping[str, Any]) -> None:
+        self._dsn = dsn
+        self._connect_args = dict(connect_args)
+        self._conn: Any = None
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._lock = asyncio.Lock()
+
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        for event in self._waiters.get(payload, ()):
+            event.set()
+
+    async def ensure_connected(self) -> None:
+        if self._conn is not None and not self._conn.is_closed():
+            return
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return
+            import asyncpg
+
+            with translate_errors("listening for appends"):
+                conn = await asyncpg.connect(self._dsn, **self._connect_args)
+                await conn.add_listener(NOTIFY_CHANNEL, self._notified)
+            self._conn = conn
+            for events in self._waiters.values():  # anything may have been missed
+                for event in events:
+                    event.set()
+
+    def add(self, session_id: str, event: asyncio.Event) -> None:
+        self._waiters.setdefault(session_id, set()).add(event)
+
+    def remove(self, session_id: str, event: asyncio.Event) -> None:
+        events = self._waiters.get(session_id)
+        if events is not None:
+            events.discard(event)
+            if not events:
+                del self._waiters[session_id]
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            await conn.close()
