@@ -120,6 +120,7 @@ async def test_new_database_file_is_private(tmp_path: Path) -> None:
     async with SessionStore(f"sqlite:///{fresh}/b.db"):
         pass
     assert fresh.stat().st_mode & 0o777 == 0o700
+    assert fresh.parent.stat().st_mode & 0o777 == 0o700  # every directory we made
     assert (fresh / "b.db").stat().st_mode & 0o777 == 0o600
 
 

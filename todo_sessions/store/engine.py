@@ -118,7 +118,9 @@ def ensure_private_file(path: Path) -> None:
     if path.exists():
         return
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+        for directory in reversed(missing):  # each new directory private, not just the last
+            directory.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
         if path.exists():
