@@ -88,7 +88,13 @@ class Context:
             yield None
             return
         columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=self.err, transient=True) as bar:
+        with Progress(
+            *columns,
+            console=self.err,
+            transient=True,
+            redirect_stdout=False,  # stdout may be the export itself
+            redirect_stderr=False,
+        ) as bar:
             task = bar.add_task(label, total=total)
             yield lambda n: bar.advance(task, n)
 

@@ -96,3 +96,51 @@ async def test_live_text_is_streamed_once_chunk_by_chunk(tmp_path: Any) -> None:
     assert len(said) == 3 and {u["messageId"] for u in said} == {"t1.1"}
     assert "".join(u["content"]["text"] for u in thought) == "hmm, ok"
     await agent.service.aclose()
+
+
+async def test_a_refused_prompt_leaves_the_session_usable(tmp_path: Any) -> None:
+    from acp import RequestError
+
+    agent, _ = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    with pytest.raises(RequestError) as info:
+        await agent.prompt(session_id=sid, prompt=[Text("bad \ud800 text")])
+    assert info.value.code == -32602  # invalid params, not an internal error
+    assert len(agent.service.get(sid).events) == 0  # nothing appended, no turn left open
+    assert (await agent.prompt(session_id=sid, prompt=[Text("fine")])).stop_reason == "end_turn"
+    with pytest.raises(RequestError) as info:
+        await agent.new_session(cwd="relative/path")
+    assert info.value.code == -32602
+    await agent.service.aclose()
+
+
+async def test_a_second_concurrent_prompt_is_refused_and_the_first_completes(
+    tmp_path: Any,
+) -> None:
+    from acp import RequestError
+
+    slow = ScriptedModel([ScriptedResponse(text="a b c d", delay=0.05)])
+    agent, conn = await make(tmp_path, slow)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    first = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("one")]))
+    await asyncio.wait_for(conn.streaming.wait(), 5)
+    with pytest.raises(RequestError) as info:
+        await agent.prompt(session_id=sid, prompt=[Text("two")])
+    assert info.value.code == -32600
+    assert (await asyncio.wait_for(first, 5)).stop_reason == "end_turn"
+    await agent.service.aclose()
+
+
+async def test_load_only_reads_while_another_process_owns_the_turn(tmp_path: Any) -> None:
+    owner, _ = await make(tmp_path)
+    sid = (await owner.new_session(cwd=str(tmp_path))).session_id
+    live = owner.service.get(sid)
+    live.append("turn/start", {"turn": 1})
+    await owner.service.flush(sid)  # a turn in progress, stored, in "another process"
+    viewer, _ = await make(tmp_path)
+    await viewer.load_session(cwd=str(tmp_path), session_id=sid)
+    assert await viewer.service.store.count(sid) == 1  # no closers appended by a mere load
+    live.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    await owner.service.flush(sid)  # the owner carries on undisturbed
+    await viewer.service.aclose()
+    await owner.service.aclose()

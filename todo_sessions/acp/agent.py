@@ -14,15 +14,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from ..agent.loop import AgentLoop
 from ..agent.model import Model
 from ..core.envelope import SessionEvent
-from ..errors import SessionExistsError, SessionNotFoundError
+from ..errors import InvalidEventError, SessionExistsError, SessionNotFoundError
 from ..service import SessionService
 from ..session import Session
 from ..tools.registry import ToolRegistry
@@ -54,6 +55,15 @@ def _version() -> str:
         return "0"
 
 
+@contextlib.contextmanager
+def _client_errors() -> Iterator[None]:
+    """Bad input from the client (an invalid id, cwd or prompt) is ``invalid_params``."""
+    try:
+        yield
+    except InvalidEventError as exc:
+        raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
+
+
 def _prompt_blocks(prompt: list[Any]) -> list[dict[str, Any]]:
     """ACP prompt content → our content blocks (text and images; others as text notes)."""
     blocks: list[dict[str, Any]] = []
@@ -77,12 +87,14 @@ class TodoSessionsAgent:
         *,
         model_factory: Callable[[], Model] = PlanningModel,
         tools_factory: Callable[[], ToolRegistry] = builtin_tools,
+        max_steps: int = 200,
     ) -> None:
         self.service = service
         self._model_factory = model_factory
         self._tools = tools_factory()
         self._conn: Any = None
         self._loops: dict[str, AgentLoop] = {}
+        self.max_steps = max_steps
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -100,22 +112,35 @@ class TodoSessionsAgent:
         )
 
     async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
-        session = await self.service.new(cwd=cwd, origin="acp")
+        with _client_errors():
+            session = await self.service.new(cwd=cwd, origin="acp")
         return _sdk.NewSessionResponse(session_id=session.id)
 
     async def _live(self, session_id: str) -> Session:
+        """The session, owned live by this agent (resumed, and so repaired, if need be)."""
         if session_id in self.service.live_ids():
             return self.service.get(session_id)
         try:
-            return await self.service.resume(session_id)
+            with _client_errors():
+                return await self.service.resume(session_id)
         except SessionNotFoundError:
             raise _sdk.RequestError.resource_not_found(session_id) from None
         except SessionExistsError:  # resumed concurrently by another request
             return self.service.get(session_id)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
-        session = await self._live(session_id)
-        for update in replay_updates(session.events, present_call=self._tools.present_call):
+        """Replay the stored log. Loading only reads: another process may be running a turn of
+        this session, and repairing it here would cut that turn off. Repair happens when this
+        agent takes the session over for a prompt."""
+        if session_id in self.service.live_ids():
+            events = self.service.get(session_id).events
+        else:
+            try:
+                with _client_errors():
+                    events = (await self.service.store.read(session_id)).events
+            except SessionNotFoundError:
+                raise _sdk.RequestError.resource_not_found(session_id) from None
+        for update in replay_updates(events, present_call=self._tools.present_call):
             await self._send(session_id, update)
         return _sdk.LoadSessionResponse()
 
@@ -125,6 +150,24 @@ class TodoSessionsAgent:
         session = await self._live(session_id)
         if session_id in self._loops:
             raise _sdk.RequestError.invalid_request({"reason": "a prompt is already running"})
+        loop = AgentLoop(
+            session,
+            self._model_factory(),
+            self._tools,
+            max_steps=self.max_steps,
+            checkpoint=self.service.checkpoint_for(session_id),
+        )
+        self._loops[session_id] = loop  # taken before any await: one prompt at a time
+        try:
+            return await self._run_prompt(session, loop, prompt)
+        finally:
+            if self._loops.get(session_id) is loop:
+                del self._loops[session_id]
+
+    async def _run_prompt(
+        self, session: Session, loop: AgentLoop, prompt: list[Any]
+    ) -> _sdk.PromptResponse:
+        session_id = session.id
         todos = session.todos
         if todos and any(t.status != "completed" for t in todos):
             await self._send(session_id, todos_to_plan(todos))
@@ -141,17 +184,10 @@ class TodoSessionsAgent:
 
         unsubscribe = session.subscribe(forward)
         sending = asyncio.create_task(sender())
-        loop = AgentLoop(
-            session,
-            self._model_factory(),
-            self._tools,
-            checkpoint=self.service.checkpoint_for(session_id),
-        )
-        self._loops[session_id] = loop
         try:
-            outcome = await loop.run_turn(_prompt_blocks(prompt))
+            with _client_errors():
+                outcome = await loop.run_turn(_prompt_blocks(prompt))
         finally:
-            del self._loops[session_id]
             unsubscribe()
             queue.put_nowait(None)
             await sending

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.catalog import validate_event
+from ..core.envelope import SessionEvent
 from ..session import Session
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
@@ -88,18 +90,17 @@ class AgentLoop:
         self._cancel.clear()
         turn = _last_turn(self.session) + 1
         append = self.session.append
-        append("turn/start", {"turn": turn})
         content = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
-        append(
-            "user/message",
-            {
-                "id": f"{self.session.id}:u{turn}",
-                "role": "user",
-                "content": content,
-                "source": {"kind": "user"},
-            },
-            surface_op="append",
-        )
+        user = {
+            "id": f"{self.session.id}:u{turn}",
+            "role": "user",
+            "content": content,
+            "source": {"kind": "user"},
+        }
+        # Refuse a bad prompt before anything is appended, so no turn is left open.
+        validate_event(SessionEvent("user/message", 0, 0, user, surface_op="append"))
+        append("turn/start", {"turn": turn})
+        append("user/message", user, surface_op="append")
         step = 0
         text = ""
         reason: dict[str, Any] = {"kind": "completed"}
