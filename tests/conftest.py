@@ -81,7 +81,7 @@ def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
 
 async def _empty_pg(url: str) -> None:
     async with SessionStore(url) as store:
-        await store.run_sync(lambda conn: conn.execute(sessions.delete()), write=True)
+        await store._run_sync(lambda conn: conn.execute(sessions.delete()), write=True)
 
 
 def _url_for(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:

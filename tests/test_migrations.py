@@ -66,7 +66,7 @@ async def test_triggers_survive_and_go_with_the_schema(empty_url: str) -> None:
         await store.create(header("s"))
         await store.append("s", turn(0))
         with pytest.raises(Exception, match="append-only"):
-            await store.run_sync(
+            await store._run_sync(
                 lambda c: c.execute(text("DELETE FROM session_events")), write=True
             )
 

@@ -30,7 +30,7 @@ async def stored_count(store: SessionStore, session_id: str) -> int:
         )
         return int(result.scalar_one())
 
-    return int(await store.run_sync(count))
+    return int(await store._run_sync(count))
 
 
 async def test_round_trip_events_and_header(store: SessionStore) -> None:
@@ -265,7 +265,7 @@ async def test_event_rows_cannot_be_updated_or_deleted_with_raw_sql(store: Sessi
     ]
     for statement in statements:
         with pytest.raises(StoreError, match="append-only"):
-            await store.run_sync(lambda conn, s=statement: conn.execute(text(s)), write=True)
+            await store._run_sync(lambda conn, s=statement: conn.execute(text(s)), write=True)
     assert await stored_count(store, "s1") == 6
     assert (await store.read_from("s1"))[0].data == {"turn": 1}
 
@@ -336,7 +336,7 @@ async def test_json_columns_hold_the_wire_text(store: SessionStore) -> None:
             text("SELECT data, surface_op, source_event_seqs FROM session_events WHERE seq = 1")
         ).one()
 
-    data, op, seqs = await store.run_sync(raw)
+    data, op, seqs = await store._run_sync(raw)
     assert data == ok.data_json
     assert json.loads(op) == {"op": "replace", "start": 0, "end": 0}
     assert json.loads(seqs) == [0]

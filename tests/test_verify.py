@@ -201,7 +201,7 @@ async def tamper(store: SessionStore, statement: str) -> None:
             conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
         conn.execute(text(statement))
 
-    await store.run_sync(run, write=True)
+    await store._run_sync(run, write=True)
 
 
 async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:
@@ -212,7 +212,7 @@ async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:
         events = conn.execute(text("SELECT * FROM session_events ORDER BY session_id, seq"))
         return [tuple(r) for r in sessions], [tuple(r) for r in events.all()]
 
-    return await store.run_sync(read)
+    return await store._run_sync(read)
 
 
 async def verify(url: str, *args: str) -> Result:

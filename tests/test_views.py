@@ -140,7 +140,7 @@ async def raw(store: SessionStore, statement: str) -> None:
     def run(conn: Connection) -> None:
         conn.execute(text(statement))
 
-    await store.run_sync(run, write=True)
+    await store._run_sync(run, write=True)
 
 
 async def tamper(store: SessionStore, statement: str) -> None:
@@ -154,7 +154,7 @@ async def tamper(store: SessionStore, statement: str) -> None:
             conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
         conn.execute(text(statement))
 
-    await store.run_sync(run, write=True)
+    await store._run_sync(run, write=True)
 
 
 async def test_broken_json_row_is_reported_with_session_and_seq(store: SessionStore) -> None:

@@ -4,8 +4,19 @@ Everything a session does is stored as typed events; projections rebuild the tod
 the model's message history from them. See README.md and SPEC.md.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .agent.loop import AgentLoop, TurnOutcome
-from .agent.model import Model, ScriptedModel, ScriptedResponse
+from .agent.model import (
+    Finish,
+    Model,
+    ModelDelta,
+    ReasoningDelta,
+    ScriptedModel,
+    ScriptedResponse,
+    TextDelta,
+    ToolCallDelta,
+)
 from .core.catalog import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -23,7 +34,7 @@ from .core.messages import (
 )
 from .core.repair import interrupted_turn_closers
 from .core.structure import check_structure
-from .core.surface import derive_messages, fold_surface
+from .core.surface import MessageSnapshot, derive_messages, fold_surface
 from .core.todos import TodoItem, current_todos, render_todos, standing_plan
 from .errors import (
     CorruptSessionError,
@@ -48,7 +59,11 @@ from .tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> object:
+if TYPE_CHECKING:
+    from .acp.mapping import todos_to_plan
+
+
+def __getattr__(name: str) -> Any:
     # The ACP SDK takes half a second to import: load it only when the bridge is used.
     if name == "todos_to_plan":
         from .acp.mapping import todos_to_plan
@@ -65,10 +80,14 @@ __all__ = [
     "ContentBlock",
     "CorruptSessionError",
     "EventType",
+    "Finish",
     "FormatUnsupportedError",
     "InvalidEventError",
     "Message",
+    "MessageSnapshot",
     "Model",
+    "ModelDelta",
+    "ReasoningDelta",
     "SchemaError",
     "ScriptedModel",
     "ScriptedResponse",
@@ -87,9 +106,11 @@ __all__ = [
     "StructureError",
     "SurfaceOp",
     "SurfaceReplace",
+    "TextDelta",
     "TodoItem",
     "TodoSessionsError",
     "TodoWriteTool",
+    "ToolCallDelta",
     "ToolContext",
     "ToolRegistry",
     "ToolResult",
@@ -108,3 +129,7 @@ __all__ = [
     "todos_to_plan",
     "validate_event",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

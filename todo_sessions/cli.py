@@ -34,7 +34,7 @@ from .errors import (
 )
 from .integrity import verify_all, verify_session
 from .jsonl import export_lines, import_lines
-from .render import render_messages, render_timeline, render_todo_list
+from .render import render_messages, render_timeline, render_todo_list, safe
 from .store.migrate import migrate as run_migrate
 from .store.results import SessionSummary
 from .store.store import SessionStore, default_url
@@ -223,9 +223,15 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
     if not rows:
         ctx.out.print("no sessions")
         return
-    table = Table("id", "events", "turns", "last activity", "title")
+    table = Table()
+    table.add_column("id", no_wrap=True, overflow="fold", min_width=max(len(s.id) for s, _ in rows))
+    for name in ("events", "turns", "last activity"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("title", overflow="fold")
     for s, turns in rows:
-        table.add_row(s.id, str(s.next_seq), str(turns), _when(s.updated_at), s.title or "")
+        table.add_row(
+            safe(s.id), str(s.next_seq), str(turns), _when(s.updated_at), safe(s.title or "")
+        )
     ctx.out.print(table)
     if len(rows) == limit:
         ctx.out.print(f"next page: todo-sessions list --before {rows[-1][0].id}", style="dim")
@@ -249,9 +255,10 @@ def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> Non
         )
         return
     h = log.header
-    ctx.out.print(f"[bold]{escape(h.id)}[/]  {escape(h.title or '')}", markup=True)
+    ctx.out.print(f"[bold]{escape(safe(h.id))}[/]  {escape(safe(h.title or ''))}", markup=True)
     ctx.out.print(
-        f"created {_when(h.created_at)}  cwd {h.cwd or '-'}  {len(log.events)} events", style="dim"
+        f"created {_when(h.created_at)}  cwd {safe(h.cwd or '-')}  {len(log.events)} events",
+        style="dim",
     )
     if h.parent_session:
         ctx.out.print(

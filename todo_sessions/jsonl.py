@@ -59,6 +59,7 @@ def parse_lines(
     first = next(iterator, None)
     if first is None:
         raise _fail(1, "empty file: expected a header line")
+    first = first.removeprefix("\ufeff")  # a UTF-8 byte order mark from some editors
     try:
         head = json.loads(first)
     except json.JSONDecodeError as exc:

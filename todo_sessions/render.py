@@ -18,14 +18,23 @@ from .core.envelope import SessionEvent
 from .core.messages import Message
 from .core.todos import TodoItem, render_todos, todos_from_payload
 
-__all__ = ["render_messages", "render_timeline", "render_todo_list", "short"]
+__all__ = ["render_messages", "render_timeline", "render_todo_list", "safe", "short"]
 
 _STATUS_STYLE = {"completed": "green", "in_progress": "yellow", "pending": "white"}
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def safe(text: str) -> str:
+    """Stored text made harmless for a terminal: control characters (escape sequences that
+    could recolour, retitle or hide output) are shown as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
 def short(text: str, limit: int = 100) -> str:
-    """One line, at most ``limit`` characters."""
-    flat = " ".join(text.split())
+    """One line, at most ``limit`` characters, with control characters made visible."""
+    flat = safe(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -33,10 +42,10 @@ def render_todo_list(todos: Sequence[TodoItem] | None) -> Text:
     """The ``[todos]`` checklist with colours (``[x]`` done, ``[~]`` in progress, ``[ ]``)."""
     if todos is None:
         return Text("(no todo list)", style="dim")
-    lines = render_todos(todos).splitlines()
-    out = Text(lines[0], style="bold")
-    for item, line in zip(todos, lines[1:], strict=True):
-        out.append("\n" + line, style=_STATUS_STYLE.get(item.status, ""))
+    out = Text("[todos]", style="bold")
+    for item in todos:
+        line = render_todos([item]).split("\n", 1)[1]  # the one item's line, as core renders it
+        out.append("\n" + safe(line.replace("\n", " ")), style=_STATUS_STYLE.get(item.status, ""))
     return out
 
 
@@ -77,7 +86,7 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
         return (
             seq
             + Text("  → ", style="blue")
-            + Text(f"{data.get('name')}", style="bold")
+            + Text(safe(str(data.get("name"))), style="bold")
             + Text(f" {short(args, 80)}", style="dim")
         )
     if kind == "tool/result":

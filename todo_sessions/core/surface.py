@@ -141,6 +141,16 @@ class MessageSnapshot(Sequence[Message]):
     def __hash__(self) -> int:
         raise TypeError("MessageSnapshot is not hashable")
 
+    def to_list(self) -> list[Message]:
+        """A plain list (for serialisers that want one: ``TypeAdapter(list[Message])``)."""
+        return self._items[: self._length]
+
+    def __add__(self, other: Iterable[Message]) -> list[Message]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Message]) -> list[Message]:
+        return [*other, *self]
+
     def __repr__(self) -> str:
         return f"MessageSnapshot({list(self)!r})"
 

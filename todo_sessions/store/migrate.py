@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..errors import SchemaError
 from .engine import StoreURL, begin_write, make_engine, parse_url
 from .schema import VERSION_TABLE, metadata
+from .translate import translate_errors
 
 __all__ = [
     "current_revision",
@@ -110,13 +111,14 @@ async def run_locked(
     target: str | URL | StoreURL | AsyncEngine, fn: Callable[[Connection], T]
 ) -> T:
     """Run ``fn(sync_connection)`` in one transaction holding the migration lock."""
-    if isinstance(target, AsyncEngine):
-        return await _run_locked(target, fn)
-    engine = make_engine(target if isinstance(target, StoreURL) else parse_url(target))
-    try:
-        return await _run_locked(engine, fn)
-    finally:
-        await engine.dispose()
+    with translate_errors("migrating the database"):
+        if isinstance(target, AsyncEngine):
+            return await _run_locked(target, fn)
+        engine = make_engine(target if isinstance(target, StoreURL) else parse_url(target))
+        try:
+            return await _run_locked(engine, fn)
+        finally:
+            await engine.dispose()
 
 
 async def _run_locked(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:

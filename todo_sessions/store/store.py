@@ -481,7 +481,7 @@ class SessionStore(LogViews, LogTail):
 
     # -- escape hatch for tests and tools -----------------------------------------------------
 
-    async def run_sync(self, fn: Any, *, write: bool = False) -> Any:
+    async def _run_sync(self, fn: Any, *, write: bool = False) -> Any:
         """Run ``fn(sync_connection)`` in one transaction (maintenance and tests only)."""
         engine = await self._ready()
         with translate_errors("running a maintenance function"):
