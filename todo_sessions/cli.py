@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -54,9 +54,9 @@ class Context:
         self.debug = debug
         # No markup or emoji codes by default: ids, titles and messages are printed literally
         # (a title like "[/x]" must neither vanish nor crash); `markup=True` prints escape them.
-        plain = {"highlight": False, "markup": False, "emoji": False, "soft_wrap": True}
-        self.out = Console(**plain)
-        self.err = Console(stderr=True, **plain)  # soft_wrap: an error stays one line
+        self.out = Console(highlight=False, markup=False, emoji=False, soft_wrap=True)
+        # soft_wrap: an error stays one line
+        self.err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
     def store(self, **options: Any) -> SessionStore:
         return SessionStore(self.db, **options)
@@ -77,7 +77,7 @@ class Context:
                 raise
             self.fail(str(exc))
 
-    def fail(self, message: str) -> Any:
+    def fail(self, message: str) -> NoReturn:
         self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True)
         sys.exit(1)
 

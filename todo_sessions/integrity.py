@@ -46,7 +46,8 @@ async def _read_damaged(
         if bad is None or bad < start:
             return events, problems
         if bad > start:  # the good rows before the bad one: exactly one page of them
-            async with aclosing(store.stream(session_id, start, page_size=bad - start)) as rows:
+            rows = store.stream(session_id, start, page_size=bad - start)
+            async with aclosing(rows):  # type: ignore[type-var]  # an async generator
                 async for event in rows:
                     events.append(event)
                     if event.seq == bad - 1:
@@ -57,7 +58,8 @@ async def _read_damaged(
 async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     """Every problem of one stored session (empty: healthy)."""
     events, unreadable = await _read_damaged(store, session_id)
-    return unreadable + verify_events(events, unreadable={p.seq for p in unreadable})
+    bad = {p.seq for p in unreadable if p.seq is not None}
+    return unreadable + verify_events(events, unreadable=bad)
 
 
 async def verify_all(store: SessionStore, *, page_size: int = 500) -> dict[str, list[Problem]]:

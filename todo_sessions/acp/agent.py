@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Literal
 
 from ..agent.loop import AgentLoop
 from ..agent.model import Model
@@ -41,7 +41,9 @@ __all__ = ["TodoSessionsAgent", "serve"]
 
 logger = logging.getLogger("todo_sessions.acp")
 
-_STOP_REASONS = {
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+_STOP_REASONS: dict[str, StopReason] = {
     "completed": "end_turn",
     "max-tokens": "max_tokens",
     "aborted": "cancelled",
@@ -216,4 +218,6 @@ class TodoSessionsAgent:
 async def serve(service: SessionService) -> None:
     """Run the agent over stdin/stdout until the client disconnects."""
     async with service:
-        await _sdk.run_agent(TodoSessionsAgent(service))
+        # Structurally an SDK `Agent` (it implements the methods the protocol needs; the SDK's
+        # Protocol also lists optional ones such as fork_session that we answer "not found").
+        await _sdk.run_agent(TodoSessionsAgent(service))  # type: ignore[arg-type]

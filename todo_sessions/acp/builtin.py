@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ..agent.model import Finish, ModelDelta, TextDelta, ToolCallDelta
-from ..core.messages import AssistantMessage, Message, UserMessage
+from ..core.messages import AssistantMessage, Message, TextBlock, ToolCallBlock, UserMessage
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from ..tools.todo_write import TodoWriteTool
@@ -51,7 +51,7 @@ def builtin_tools() -> ToolRegistry:
 def _tasks(prompt: UserMessage) -> list[str]:
     seen: list[str] = []
     for block in prompt.content:
-        if block.type != "text":
+        if not isinstance(block, TextBlock):
             continue
         for line in block.text.splitlines():
             task = line.strip().lstrip("-*").strip()
@@ -96,7 +96,7 @@ class PlanningModel:
             for m in messages[start + 1 :]
             if isinstance(m, AssistantMessage)
             for block in m.content
-            if block.type == "tool-call"
+            if isinstance(block, ToolCallBlock)
         ]
         worked = sum(1 for c in calls if c.name == "work")
         finished = any(

@@ -319,7 +319,7 @@ class SessionEvent:
             parts.append(
                 ',"surfaceOp":"append"'
                 if op == "append"
-                else f',"surfaceOp":{{"op":"replace","start":{op.start},"end":{op.end}}}'  # type: ignore[union-attr]
+                else f',"surfaceOp":{{"op":"replace","start":{op.start},"end":{op.end}}}'
             )
         if self.source_event_seqs is not None:
             parts.append(f',"sourceEventSeqs":[{",".join(map(str, self.source_event_seqs))}]')

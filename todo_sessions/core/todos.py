@@ -85,6 +85,7 @@ def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
         raise InvalidEventError(
             f"invalid {where}: {problem}", event_type="todo/write", seq=seq, field="data.todos"
         )
+    assert todos is not None  # todo_list_problem refused anything that is not a list
     return [TodoItem(content=item["content"], status=item["status"]) for item in todos]
 
 

@@ -52,7 +52,7 @@ def event_row(session_id: str, event: SessionEvent) -> dict[str, Any]:
         if op is None
         else '"append"'
         if op == "append"
-        else canonical_json(op.to_wire()),  # type: ignore[union-attr]
+        else canonical_json(op.to_wire()),
         "source_event_seqs": None
         if event.source_event_seqs is None
         else canonical_json(list(event.source_event_seqs)),

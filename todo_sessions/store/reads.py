@@ -72,7 +72,7 @@ _EVENT_COLUMNS = (
     ev.source_event_seqs,
     ev.ignorable,
 )
-_SID = bindparam("session_id")
+_SID: Any = bindparam("session_id")
 
 STATEMENTS: dict[str, Any] = {
     "session": select(*(se[name] for name in SESSION_COLUMNS)).where(se.id == _SID),
