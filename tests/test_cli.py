@@ -359,10 +359,11 @@ def test_debug_shows_the_exception(db: str) -> None:
 
 
 def test_unexpected_exception_is_one_line_too(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("renderer\nexploded")
+    class Broken:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("renderer\nexploded")
 
-    monkeypatch.setattr("todo_sessions.cli.render_timeline", broken)
+    monkeypatch.setattr("todo_sessions.cli.Timeline", Broken)
     result = cli(db, "show", BUILT)
     assert_one_line_error(result, "unexpected RuntimeError: renderer exploded", stdout=BUILT)
     with pytest.raises(RuntimeError):

@@ -14,8 +14,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import IO, Any, NoReturn, TypeVar
 
@@ -34,7 +34,7 @@ from .errors import (
 )
 from .integrity import verify_all, verify_session
 from .jsonl import export_lines, import_lines
-from .render import render_messages, render_timeline, render_todo_list, safe
+from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.migrate import migrate as run_migrate
 from .store.results import SessionSummary
 from .store.store import SessionStore, default_url
@@ -243,28 +243,50 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
 @json_option
 @pass_ctx
 def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> None:
-    """Show a session's timeline: turns, messages, tool calls and results, todo changes."""
-    log = ctx.run(lambda store: store.read(session_id))
-    if as_json:
-        echo_json(
-            {
-                "header": log.header.to_wire(),
-                "revision": log.revision,
-                "events": [e.to_dict() for e in log.events],
-            }
-        )
-        return
-    h = log.header
-    ctx.out.print(f"[bold]{escape(safe(h.id))}[/]  {escape(safe(h.title or ''))}", markup=True)
-    ctx.out.print(
-        f"created {_when(h.created_at)}  cwd {safe(h.cwd or '-')}  {len(log.events)} events",
-        style="dim",
-    )
-    if h.parent_session:
+    """Show a session's timeline: turns, messages, tool calls and results, todo changes.
+
+    Streams the log page by page, so any session shows in flat memory."""
+
+    async def work(store: SessionStore) -> None:
+        h = await store.header(session_id)
+        summary = await store.summary(session_id)
+        events = _stream_upto(store, session_id, summary.next_seq)
+        if as_json:  # one JSON object, written as it is read
+            head = json.dumps({"header": h.to_wire(), "revision": summary.revision})
+            click.echo(head[:-1] + ',"events":[', nl=False)
+            first = True
+            async for event in events:
+                click.echo(("" if first else ",") + event.to_json(), nl=False)
+                first = False
+            click.echo("]}")
+            return
+        ctx.out.print(f"[bold]{escape(safe(h.id))}[/]  {escape(safe(h.title or ''))}", markup=True)
         ctx.out.print(
-            f"forked from {h.parent_session} ({h.seed_length} events inherited)", style="dim"
+            f"created {_when(h.created_at)}  cwd {safe(h.cwd or '-')}  {summary.next_seq} events",
+            style="dim",
         )
-    ctx.out.print(render_timeline(log.events, verbose=verbose))
+        if h.parent_session:
+            ctx.out.print(
+                f"forked from {safe(h.parent_session)} ({h.seed_length} events inherited)",
+                style="dim",
+            )
+        timeline = Timeline(verbose=verbose)
+        async for event in events:
+            for row in timeline.feed(event):
+                ctx.out.print(row)
+        for row in timeline.close():
+            ctx.out.print(row)
+
+    ctx.run(work)
+
+
+async def _stream_upto(store: SessionStore, session_id: str, end: int) -> AsyncIterator[Any]:
+    """The session's events below seq ``end`` (what the summary described), page by page."""
+    async with aclosing(store.stream(session_id)) as events:  # type: ignore[type-var]
+        async for event in events:
+            if event.seq >= end:
+                return
+            yield event
 
 
 @main.command("todos")

@@ -18,7 +18,7 @@ from .core.envelope import SessionEvent
 from .core.messages import Message
 from .core.todos import TodoItem, render_todos, todos_from_payload
 
-__all__ = ["render_messages", "render_timeline", "render_todo_list", "safe", "short"]
+__all__ = ["Timeline", "render_messages", "render_timeline", "render_todo_list", "safe", "short"]
 
 _STATUS_STYLE = {"completed": "green", "in_progress": "yellow", "pending": "white"}
 
@@ -111,29 +111,41 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
     return None
 
 
-def render_timeline(events: Iterable[SessionEvent], *, verbose: bool = False) -> Group:
-    """Turns with their user/assistant messages, tool calls and results, and todo changes.
+class Timeline:
+    """Renders a log one event at a time (so ``show`` streams any session in flat memory).
 
-    Step boundaries, chunks and request records are shown only with ``verbose``.
+    `feed` returns the rows for one event; `close` the closing note. Step boundaries, chunks
+    and request records are shown only with ``verbose``.
     """
-    rows: list[RenderableType] = []
-    chunks = 0
-    for event in events:
+
+    def __init__(self, *, verbose: bool = False) -> None:
+        self.verbose = verbose
+        self.chunks = 0
+
+    def feed(self, event: SessionEvent) -> list[RenderableType]:
         if event.type == "turn/start":
-            rows.append(Rule(f"turn {event.data.get('turn')}", align="left", style="cyan"))
-            continue
+            return [Rule(f"turn {event.data.get('turn')}", align="left", style="cyan")]
         if event.type == "assistant/chunk":
-            chunks += 1
-            if not verbose:
-                continue
+            self.chunks += 1
+            if not self.verbose:
+                return []
         line = _event_line(event)
-        if line is None and verbose:
+        if line is None and self.verbose:
             line = Text(f"{event.seq:>5} {event.type} {short(event.data_json, 80)}", style="dim")
-        if line is not None:
-            rows.append(line)
-    if chunks and not verbose:
-        rows.append(Text(f"({chunks} streamed chunks hidden; --verbose shows them)", style="dim"))
-    return Group(*rows)
+        return [] if line is None else [line]
+
+    def close(self) -> list[RenderableType]:
+        if self.chunks and not self.verbose:
+            note = f"({self.chunks} streamed chunks hidden; --verbose shows them)"
+            return [Text(note, style="dim")]
+        return []
+
+
+def render_timeline(events: Iterable[SessionEvent], *, verbose: bool = False) -> Group:
+    """Turns with their user/assistant messages, tool calls and results, and todo changes."""
+    timeline = Timeline(verbose=verbose)
+    rows = [row for event in events for row in timeline.feed(event)]
+    return Group(*rows, *timeline.close())
 
 
 def render_messages(messages: Sequence[Message]) -> Group:
