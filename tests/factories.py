@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from todo_sessions import Message, SessionEvent, SessionHeader
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from todo_sessions import Message, SessionEvent, SessionHeader, SessionStore
 
 T0 = 1_764_000_000_000
 
@@ -76,3 +79,18 @@ def call_ids(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
         if b.type == "tool-result"
     ]
     return calls, results
+
+
+async def tamper(store: SessionStore, statement: str) -> None:
+    """Run ``statement`` past the append-only triggers, as someone with raw access would."""
+
+    def run(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SET LOCAL session_replication_role = replica"))
+        else:
+            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_update"))
+            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
+            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_replace"))
+        conn.execute(text(statement))
+
+    await store._run_sync(run, write=True)

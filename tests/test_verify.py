@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from factories import header
+from factories import header, tamper
 from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
 from sqlalchemy import text
@@ -188,20 +188,6 @@ def test_problem_without_seq_prints_plainly() -> None:
 
 
 # -- the verify command over damaged databases ----------------------------------------------------
-
-
-async def tamper(store: SessionStore, statement: str) -> None:
-    """Run ``statement`` past the append-only triggers, as someone with raw access would."""
-
-    def run(conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SET LOCAL session_replication_role = replica"))
-        else:
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_update"))
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
-        conn.execute(text(statement))
-
-    await store._run_sync(run, write=True)
 
 
 async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from factories import call_ids, header
+from factories import call_ids, header, tamper
 from logs import LogBuilder, text_of
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -138,20 +138,6 @@ async def test_load_of_a_closed_log_writes_nothing(store: SessionStore) -> None:
 
 async def raw(store: SessionStore, statement: str) -> None:
     def run(conn: Connection) -> None:
-        conn.execute(text(statement))
-
-    await store._run_sync(run, write=True)
-
-
-async def tamper(store: SessionStore, statement: str) -> None:
-    """Run ``statement`` past the append-only triggers, as an attacker with raw access would."""
-
-    def run(conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SET LOCAL session_replication_role = replica"))
-        else:
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_update"))
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
         conn.execute(text(statement))
 
     await store._run_sync(run, write=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from factories import call_ids
 from logs import LogBuilder
 
 from todo_sessions import StructureError
@@ -40,21 +41,7 @@ def test_repair_answers_the_unanswered_reuse() -> None:
     assert closers[0].data["step"] == 2
     repaired = [*b.events, *closers]
     check_structure(repaired)
-    messages = derive_messages(repaired)
-    calls = [
-        blk.id
-        for m in messages
-        if m.role == "assistant"
-        for blk in m.content
-        if blk.type == "tool-call"
-    ]
-    answered = [
-        blk.tool_call_id
-        for m in messages
-        if m.role == "user"
-        for blk in m.content
-        if blk.type == "tool-result"
-    ]
+    calls, answered = call_ids(derive_messages(repaired))
     assert calls == answered == ["call_0", "call_0"]
 
 

@@ -16,24 +16,12 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 
 from ..errors import SessionNotFoundError
-from .queries import append_state, compile_positional, insert_events, update_after_append
-from .queries import insert_session as insert_session_for
-from .schema import session_events, sessions
-from .sqlite import AppendOutcome, check_batch_start, new_session_values
+from .append import AppendOutcome, check_batch_start, new_session_values
+from .queries import compile_append
 
 __all__ = ["append_asyncpg"]
 
-_DIALECT = asyncpg_dialect.dialect()
-_STATE_SQL, _ = compile_positional(append_state, _DIALECT)
-_UPDATE_SQL, _UPDATE_ARGS = compile_positional(update_after_append, _DIALECT)
-_EVENT_COLUMNS = tuple(c.name for c in session_events.columns)
-_INSERT_EVENTS_SQL, _INSERT_EVENTS_ARGS = compile_positional(
-    insert_events.values({c: None for c in _EVENT_COLUMNS}), _DIALECT
-)
-_SESSION_COLUMNS = tuple(c.name for c in sessions.columns)
-_INSERT_SESSION_SQL, _INSERT_SESSION_ARGS = compile_positional(
-    insert_session_for("postgresql").values({c: None for c in _SESSION_COLUMNS}), _DIALECT
-)
+_SQL = compile_append(asyncpg_dialect.dialect())
 
 
 async def append_asyncpg(
@@ -45,18 +33,18 @@ async def append_asyncpg(
 ) -> AppendOutcome:
     """Append ``rows`` on an asyncpg connection in one transaction (see module docstring)."""
     async with driver.transaction():
-        state = await driver.fetchrow(_STATE_SQL, session_id)
+        state = await driver.fetchrow(_SQL.state.sql, session_id)
         if state is None:
             if header is None:
                 raise SessionNotFoundError(session_id, "create it before the first append")
             values = new_session_values(header, now)
             # A concurrent first append may win the insert; the locked read decides.
-            await driver.execute(_INSERT_SESSION_SQL, *(values[c] for c in _INSERT_SESSION_ARGS))
-            state = await driver.fetchrow(_STATE_SQL, session_id)
+            await driver.execute(_SQL.insert_session.sql, *_SQL.insert_session.args(values))
+            state = await driver.fetchrow(_SQL.state.sql, session_id)
         next_seq, revision, incarnation = state
         check_batch_start(session_id, rows[0]["seq"], next_seq)
         await driver.executemany(
-            _INSERT_EVENTS_SQL, [tuple(row[c] for c in _INSERT_EVENTS_ARGS) for row in rows]
+            _SQL.insert_events.sql, [_SQL.insert_events.args(row) for row in rows]
         )
         new_next = next_seq + len(rows)
         params = {
@@ -65,5 +53,5 @@ async def append_asyncpg(
             "b_updated_at": now,
             "b_id": session_id,
         }
-        await driver.execute(_UPDATE_SQL, *(params[name] for name in _UPDATE_ARGS))
+        await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
     return incarnation, revision + 1, new_next

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, tuple_
@@ -11,7 +13,10 @@ from sqlalchemy.sql.dml import Insert
 from .schema import session_events, sessions, store_state
 
 __all__ = [
+    "AppendStatements",
+    "Compiled",
     "append_state",
+    "compile_append",
     "compile_positional",
     "insert_events",
     "insert_session",
@@ -75,6 +80,41 @@ def select_summaries(*, before: bool) -> Select[Any]:
 
 
 def compile_positional(statement: Any, dialect: Any) -> tuple[str, tuple[str, ...]]:
-    """SQL text for a qmark driver and the parameter names in positional order."""
+    """SQL text for a positional driver and the parameter names in positional order."""
     compiled = statement.compile(dialect=dialect)
     return str(compiled), tuple(compiled.positiontup or ())
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """One statement compiled for a driver: its text and how to order its parameters."""
+
+    sql: str
+    names: tuple[str, ...]
+
+    def args(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(values[name] for name in self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendStatements:
+    """The statements of an append, compiled once for the driver a hot path talks to."""
+
+    state: Compiled
+    insert_session: Compiled
+    insert_events: Compiled
+    update: Compiled
+
+
+def compile_append(dialect: Any) -> AppendStatements:
+    def compiled(statement: Any) -> Compiled:
+        return Compiled(*compile_positional(statement, dialect))
+
+    events = insert_events.values({c.name: None for c in session_events.columns})
+    new_session = insert_session(dialect.name).values({c.name: None for c in sessions.columns})
+    return AppendStatements(
+        state=compiled(append_state),
+        insert_session=compiled(new_session),
+        insert_events=compiled(events),
+        update=compiled(update_after_append),
+    )

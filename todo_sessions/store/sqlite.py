@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,47 +21,18 @@ from typing import Any, TypeVar
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
-from ..errors import SeqConflictError, SessionNotFoundError
+from ..errors import SessionNotFoundError
+from .append import AppendOutcome, check_batch_start, new_session_values
 from .engine import SQLiteOptions, connect_sqlite
 from .gcpause import paused_gc
-from .queries import append_state, compile_positional, insert_events, update_after_append
-from .queries import insert_session as insert_session_for
+from .queries import compile_append
 from .reads import SQLiteRows
-from .schema import session_events, sessions
 
-__all__ = ["AppendOutcome", "SQLiteReader", "SQLiteWriter", "check_batch_start"]
+__all__ = ["SQLiteReader", "SQLiteWriter"]
 
 T = TypeVar("T")
 
-AppendOutcome = tuple[str, int, int]
-"""``(incarnation, revision, next_seq)`` after a committed append."""
-
-_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
-_STATE_SQL, _STATE_ARGS = compile_positional(append_state, _DIALECT)
-_UPDATE_SQL, _UPDATE_ARGS = compile_positional(update_after_append, _DIALECT)
-_EVENT_COLUMNS = tuple(c.name for c in session_events.columns)
-_INSERT_EVENTS_SQL, _ = compile_positional(
-    insert_events.values({c: None for c in _EVENT_COLUMNS}), _DIALECT
-)
-_SESSION_COLUMNS = tuple(c.name for c in sessions.columns)
-_INSERT_SESSION_SQL, _ = compile_positional(
-    insert_session_for("sqlite").values({c: None for c in _SESSION_COLUMNS}), _DIALECT
-)
-
-
-def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
-    if first_seq != next_seq:
-        raise SeqConflictError(session_id, first_seq, next_seq)
-
-
-def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
-    return {
-        **header,
-        "incarnation": str(uuid.uuid4()),
-        "revision": 0,
-        "next_seq": 0,
-        "updated_at": now,
-    }
+_SQL = compile_append(sqlite_dialect.dialect(paramstyle="qmark"))
 
 
 class SQLiteWriter:
@@ -101,18 +71,16 @@ class SQLiteWriter:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            state = conn.execute(_STATE_SQL, (session_id,)).fetchone()
+            state = conn.execute(_SQL.state.sql, (session_id,)).fetchone()
             if state is None:
                 if header is None:
                     raise SessionNotFoundError(session_id, "create it before the first append")
                 values = new_session_values(header, now)
-                conn.execute(_INSERT_SESSION_SQL, tuple(values[c] for c in _SESSION_COLUMNS))
+                conn.execute(_SQL.insert_session.sql, _SQL.insert_session.args(values))
                 state = (0, 0, values["incarnation"])
             next_seq, revision, incarnation = state
             check_batch_start(session_id, rows[0]["seq"], next_seq)
-            conn.executemany(
-                _INSERT_EVENTS_SQL, [tuple(row[c] for c in _EVENT_COLUMNS) for row in rows]
-            )
+            conn.executemany(_SQL.insert_events.sql, [_SQL.insert_events.args(r) for r in rows])
             new_next = next_seq + len(rows)
             params = {
                 "b_next_seq": new_next,
@@ -120,7 +88,7 @@ class SQLiteWriter:
                 "b_updated_at": now,
                 "b_id": session_id,
             }
-            conn.execute(_UPDATE_SQL, tuple(params[name] for name in _UPDATE_ARGS))
+            conn.execute(_SQL.update.sql, _SQL.update.args(params))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -33,6 +33,7 @@ from ..errors import (
 )
 from . import queries as q
 from . import reads
+from .append import AppendOutcome, check_batch_start, new_session_values
 from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, begin_write, make_engine, parse_url
 from .gcpause import paused_gc
@@ -41,13 +42,7 @@ from .postgres import append_asyncpg
 from .reads import AsyncpgRows, CoreRows
 from .results import SessionSummary, StoredLog, revision_token
 from .schema import sessions
-from .sqlite import (
-    AppendOutcome,
-    SQLiteReader,
-    SQLiteWriter,
-    check_batch_start,
-    new_session_values,
-)
+from .sqlite import SQLiteReader, SQLiteWriter
 from .tail import LogTail, PgListener
 from .translate import is_unique_violation, translate_errors
 from .views import LogViews
