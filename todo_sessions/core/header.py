@@ -25,6 +25,19 @@ __all__ = ["SessionHeader", "check_session_id"]
 def check_session_id(value: Any) -> str:
     """A session id is a string of 1-200 characters with no control characters (and no lone
     surrogates, which no database can store). Raises `InvalidEventError` (a ValueError)."""
+    if type(value) is str and value in _GOOD_IDS:
+        return value
+    _check_new_id(value)
+    if len(_GOOD_IDS) >= 4096:  # a small memo: appends check the same few ids again and again
+        _GOOD_IDS.clear()
+    _GOOD_IDS.add(value)
+    return value
+
+
+_GOOD_IDS: set[str] = set()
+
+
+def _check_new_id(value: Any) -> None:
     if not isinstance(value, str) or not 1 <= len(value) <= 200:
         raise InvalidEventError(
             f"session id must be a string of 1-200 characters, got {value!r}", field="session_id"
@@ -33,7 +46,6 @@ def check_session_id(value: Any) -> str:
         raise InvalidEventError(
             f"session id must not contain control characters: {value!r}", field="session_id"
         )
-    return value
 
 
 def check_text(value: str) -> str:
