@@ -224,6 +224,11 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
 
 
+# Two statements whose second is bounded by the first's immutable prefix (rows below next_seq
+# never change): consistent without a snapshot, so PostgreSQL saves two round trips.
+latest_todos.snapshot = False  # type: ignore[attr-defined]
+
+
 def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[SessionEvent]:
     """Only the events that carry a surface op (partial index), decoded."""
     row = read_session(rows, session_id)
@@ -239,3 +244,6 @@ def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
         return int(row["next_seq"])
     found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})
     return int(found[0][0])
+
+
+count_of_type.snapshot = False  # type: ignore[attr-defined]

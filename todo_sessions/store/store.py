@@ -489,6 +489,8 @@ def _with_rows(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T
         with paused_gc():
             return op(CoreRows(sync_conn), *args)
     rows = AsyncpgRows(sync_conn)
+    if not getattr(op, "snapshot", True):
+        return op(rows, *args)
     # The reads run on the driver, outside SQLAlchemy's (lazy, never started) transaction:
     # give them one snapshot of their own.
     rows.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
