@@ -237,8 +237,9 @@ class SessionStore(LogViews, LogTail):
         engine = await self._ready()
         if header.id in self._pending:
             raise SessionExistsError(header.id)
-        async with self._read_conn(engine) as conn:
-            found = (await conn.execute(q.select_header, {"session_id": header.id})).first()
+        with translate_errors(f"creating session {header.id!r}"):
+            async with self._read_conn(engine) as conn:
+                found = (await conn.execute(q.select_header, {"session_id": header.id})).first()
         if found is not None:
             raise SessionExistsError(header.id)
         self._pending[header.id] = header
@@ -376,8 +377,9 @@ class SessionStore(LogViews, LogTail):
     # -- reading --------------------------------------------------------------------------------
 
     async def _current_token(self, engine: AsyncEngine, session_id: str) -> str:
-        async with self._read_conn(engine) as conn:
-            row = (await conn.execute(q.select_header, {"session_id": session_id})).first()
+        with translate_errors(f"reading session {session_id!r}"):
+            async with self._read_conn(engine) as conn:
+                row = (await conn.execute(q.select_header, {"session_id": session_id})).first()
         if row is not None:
             return self._token(row.incarnation, row.revision)
         if session_id in self._pending:
