@@ -29,7 +29,6 @@ from .todos import TodoItem, todo_list_problem
 __all__ = [
     "EVENT_TYPES",
     "FORMAT_VERSION",
-    "SURFACE_TYPES",
     "AssistantChunkData",
     "AssistantMessageData",
     "EventType",
@@ -200,9 +199,6 @@ for _name, _model, _surface in (
     ("session/end-seed", SessionEndSeedData, False),
 ):
     register_event_type(_name, _model, surface=_surface)
-
-SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
-"""The built-in surface-eligible types."""
 
 
 def _where(event: SessionEvent) -> str:

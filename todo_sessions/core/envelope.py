@@ -16,6 +16,7 @@ from ..errors import InvalidEventError
 from .jsonvalue import (
     LosslessJSONError,
     canonical_parsed,
+    decode_fast,
     decode_json,
     freeze,
     lossless_copy,
@@ -436,11 +437,6 @@ _set_frozen = _slot["_frozen"].__set__
 
 
 _encode_str = json.encoder.encode_basestring  # the C string encoder, as ensure_ascii=False uses
-_fast_decode = json.JSONDecoder(parse_constant=lambda name: _no_constant(name)).decode
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(name)
 
 
 def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
@@ -454,7 +450,7 @@ def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
     if not isinstance(text, str):
         return None
     try:
-        wire = _fast_decode(text)
+        wire = decode_fast(text)
     except (ValueError, RecursionError):
         return None
     if type(wire) is not dict or not wire.keys() <= _WIRE_KEYS:

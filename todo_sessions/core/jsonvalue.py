@@ -20,6 +20,7 @@ __all__ = [
     "LosslessJSONError",
     "canonical_json",
     "canonical_parsed",
+    "decode_fast",
     "decode_json",
     "freeze",
     "lossless_copy",
@@ -208,6 +209,10 @@ _STRICT_DECODER = json.JSONDecoder(
     parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys
 )
 _FAST_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+decode_fast: Callable[[str], Any] = _FAST_DECODER.decode
+"""Parse trusted JSON text (our own rows and lines): refuses NaN/Infinity, does not look for
+duplicate keys; raises ValueError. The per-row decoder of every read."""
 
 
 def decode_json(text: str | bytes, *, strict: bool = True) -> Any:

@@ -7,36 +7,23 @@ a stored ``todo/write`` must still satisfy the todo rules. Nothing is ever skipp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.catalog import EVENT_TYPES, FORMAT_VERSION
-from ..core.envelope import MAX_INT, SessionEvent, SurfaceOp, SurfaceReplace
+from ..core.envelope import MAX_INT, SessionEvent, SurfaceOp, parse_surface_op
 from ..core.header import SessionHeader
-from ..core.jsonvalue import LosslessJSONError, canonical_json, decode_json
+from ..core.jsonvalue import canonical_json, decode_fast
 from ..core.todos import todo_list_problem
 from ..errors import CorruptSessionError, FormatUnsupportedError, InvalidEventError
 
 __all__ = [
-    "EVENT_COLUMNS",
     "check_format_version",
     "event_row",
     "header_from_row",
     "header_row",
     "rows_to_events",
 ]
-
-EVENT_COLUMNS = (
-    "seq",
-    "type",
-    "time",
-    "data",
-    "surface_op",
-    "source_event_seqs",
-    "ignorable",
-)
-"""The column order `rows_to_events` expects."""
 
 
 def event_row(session_id: str, event: SessionEvent) -> dict[str, Any]:
@@ -103,32 +90,17 @@ def header_from_row(row: Any) -> SessionHeader:
 
 
 def _surface_op(text: str) -> SurfaceOp:
-    value = decode_json(text, strict=False)
-    if value == "append":
-        return "append"
-    if (
-        isinstance(value, dict)
-        and set(value) == {"op", "start", "end"}
-        and value["op"] == "replace"
-        and type(value["start"]) is int
-        and type(value["end"]) is int
-    ):
-        return SurfaceReplace(value["start"], value["end"])
-    raise ValueError(f"surface_op {text!r} is not a surface op")
+    op = parse_surface_op(decode_fast(text))  # InvalidEventError is a ValueError
+    if op is None:
+        raise ValueError(f"surface_op {text!r} is not a surface op")
+    return op
 
 
 def _source_seqs(text: str) -> tuple[int, ...]:
-    value = decode_json(text, strict=False)
+    value = decode_fast(text)
     if not isinstance(value, list) or not all(type(s) is int and 0 <= s <= MAX_INT for s in value):
         raise ValueError(f"source_event_seqs {text!r} is not a list of seqs")
     return tuple(value)
-
-
-_decode = json.JSONDecoder(parse_constant=lambda name: _bad_constant(name)).decode
-
-
-def _bad_constant(name: str) -> Any:
-    raise LosslessJSONError(f"{name} is not allowed in lossless JSON")
 
 
 def rows_to_events(
@@ -150,7 +122,7 @@ def rows_to_events(
             detail = f"seq {seq} is missing (next stored row has seq {row_seq})"
             raise CorruptSessionError(session_id, seq, detail)
         try:
-            data = _decode(data_text)
+            data = decode_fast(data_text)
             op = None if op_text is None else _surface_op(op_text)
             seqs = None if seqs_text is None else _source_seqs(seqs_text)
             if type(time) is not int:

@@ -167,6 +167,14 @@ class CoreRows:
 # -- operations ---------------------------------------------------------------------------------
 
 
+def check_from_seq(from_seq: int) -> None:
+    """A read's starting seq: a non-negative int."""
+    if type(from_seq) is not int:
+        raise TypeError(f"from_seq must be an int, got {type(from_seq).__name__}")
+    if from_seq < 0:
+        raise ValueError(f"from_seq must be >= 0, got {from_seq}")
+
+
 def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> dict[str, Any]:
     """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
     `FormatUnsupportedError` (unless ``check_format=False``: counting needs no decoding)."""

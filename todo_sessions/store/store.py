@@ -67,13 +67,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _check_seq_arg(name: str, value: int) -> None:
-    if type(value) is not int:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-
-
 class SessionStore(LogViews, LogTail):
     """The append-only session log.
 
@@ -416,7 +409,7 @@ class SessionStore(LogViews, LogTail):
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> list[SessionEvent]:
         """The stored events with ``seq >= from_seq``, exactly as stored."""
-        _check_seq_arg("from_seq", from_seq)
+        reads.check_from_seq(from_seq)
         return (await self._read_events(session_id, from_seq))[1]
 
     async def read(self, session_id: str) -> StoredLog:

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..core.envelope import SessionEvent
+from .reads import check_from_seq
 from .translate import translate_errors
 
 __all__ = ["NOTIFY_CHANNEL", "LogTail", "PgListener"]
@@ -28,13 +29,6 @@ NOTIFY_CHANNEL = "todo_sessions_appended"
 """PostgreSQL channel notified with the session id after each committed append."""
 
 _PG_RECHECK_SECONDS = 2.0
-
-
-def _check_from(from_seq: int) -> None:
-    if type(from_seq) is not int:
-        raise TypeError(f"from_seq must be an int, got {type(from_seq).__name__}")
-    if from_seq < 0:
-        raise ValueError(f"from_seq must be >= 0, got {from_seq}")
 
 
 class LogTail:
@@ -61,7 +55,7 @@ class LogTail:
         self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
     ) -> AsyncIterator[SessionEvent]:
         """Like `read_from`, as an async iterator reading ``page_size`` events per query."""
-        _check_from(from_seq)
+        check_from_seq(from_seq)
         size = page_size or self.page_size
         seq = from_seq
         while True:
@@ -88,7 +82,7 @@ class LogTail:
         On PostgreSQL all followers of a store share one LISTEN connection of their own, so
         any number of them never takes connections from the pool.
         """
-        _check_from(from_seq)
+        check_from_seq(from_seq)
         size = page_size or self.page_size
         engine = await self._ready()
         wake = asyncio.Event()
