@@ -1,4 +1,7 @@
-"""SQLite specifics (SPEC §7): per-connection settings, the write lock, busy errors, file mode."""
+"""SQLite specifics: per-connection settings, the write lock, busy errors, file mode.
+
+See docs/design.md, "Backends".
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SessionStore, StoreBusyError
-from todo_sessions.store.engine import SQLiteOptions, connect_sqlite
+from todo_sessions.store.engine import SQLiteOptions, parse_url
+from todo_sessions.store.sqlite import connect_sqlite
 
 
 def pragmas(conn: Connection) -> dict[str, Any]:
@@ -47,7 +51,7 @@ async def test_settings_are_configurable(tmp_path: Path) -> None:
 
 
 def test_writer_connection_has_the_same_settings(tmp_path: Path) -> None:
-    conn = connect_sqlite(tmp_path / "w.db", SQLiteOptions(busy_timeout_ms=1234))
+    conn = connect_sqlite(parse_url(tmp_path / "w.db"), SQLiteOptions(busy_timeout_ms=1234))
     try:
         got = {
             n: conn.execute(f"PRAGMA {n}").fetchone()[0]

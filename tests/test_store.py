@@ -1,4 +1,7 @@
-"""The store contract (SPEC §7, §8), run against every backend (see conftest.py)."""
+"""The store contract, run against every backend (see conftest.py).
+
+See docs/design.md, "The store contract".
+"""
 
 from __future__ import annotations
 
@@ -356,9 +359,9 @@ async def test_follow_yields_stored_then_new_events_and_releases_on_close(
     assert (await asyncio.wait_for(pending, 5)).seq == 6
     assert (await anext(tail)).seq == 7
     await tail.aclose()
-    pool = store._engine.pool if store._engine is not None else None
-    if hasattr(pool, "checkedout"):  # StaticPool (in-memory SQLite) has one shared connection
-        assert pool.checkedout() == 0
+    engine = getattr(store._recorder, "_engine", None)  # PostgreSQL: the pooled engine
+    if engine is not None:
+        assert engine.pool.checkedout() == 0
     with pytest.raises(SessionNotFoundError):
         await anext(store.follow("missing"))
 

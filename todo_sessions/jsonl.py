@@ -17,7 +17,6 @@ from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .core.surface import SurfaceState
 from .errors import InvalidEventError
-from .store.gcpause import paused_gc
 from .store.store import SessionStore
 
 __all__ = ["KIND", "ImportResult", "export_lines", "import_lines", "parse_lines"]
@@ -113,12 +112,11 @@ async def import_lines(
     Importing an id that already exists is refused (`SessionExistsError`) unless ``as_id``
     gives a new one.
     """
-    with paused_gc():  # 100k fresh payloads and no cycles: see store.gcpause
-        header, events = parse_lines(lines, progress=progress)
+    header, events = parse_lines(lines, progress=progress)
     if as_id is not None:
         header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
     if not events:
         raise InvalidEventError("the export holds no events: nothing to import")
     await store.create(header)
-    revision = await store._append(header.id, events, validate=False)  # validated above
+    revision = await store.append(header.id, events)  # validated above: not checked again
     return ImportResult(header.id, len(events), revision)

@@ -1,42 +1,36 @@
-"""Engines: URL handling, per-connection SQLite settings, explicit BEGIN, new-file permissions.
+"""Database URLs and connection settings: what a store URL names, how its connections are set up.
 
 Every SQLite connection gets WAL (except in memory), ``synchronous`` (FULL by default),
-``foreign_keys=ON`` and a busy timeout. pysqlite's implicit transaction handling is switched
-off; SQLAlchemy's ``begin`` hook emits ``BEGIN IMMEDIATE`` for writes (so two processes never
-deadlock upgrading a read lock) and a plain ``BEGIN`` for reads.
+``foreign_keys=ON`` and a busy timeout; writes say ``BEGIN IMMEDIATE`` (so two processes never
+deadlock upgrading a read lock). A new database file is created 0600, in directories 0700.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..errors import StoreError
 
 __all__ = [
     "SQLiteOptions",
     "StoreURL",
-    "begin_write",
-    "make_engine",
+    "ensure_private_file",
+    "make_pg_engine",
     "parse_url",
     "sqlite_pragmas",
 ]
 
-WRITE_OPTION = "todo_sessions_write"
-
 
 @dataclass(frozen=True, slots=True)
 class SQLiteOptions:
-    """Per-connection SQLite settings (SPEC §7)."""
+    """Per-connection SQLite settings (docs/design.md, "Backends")."""
 
     journal_mode: str = "WAL"
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
@@ -133,70 +127,15 @@ def ensure_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def connect_sqlite(path: Path, options: SQLiteOptions) -> sqlite3.Connection:
-    """A plain sqlite3 connection with the same settings as the engine's (for the writer)."""
-    conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=options.busy_timeout_ms / 1000
+def make_pg_engine(target: StoreURL, *, pool_size: int = 5, max_overflow: int = 10) -> AsyncEngine:
+    """The SQLAlchemy async engine (asyncpg) of a PostgreSQL store."""
+    return create_async_engine(
+        target.url,
+        connect_args=dict(target.connect_args),
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        # No pre-ping: it costs three extra round trips per checkout (measured: single
+        # appends 0.45x → 0.65x of plain asyncpg without it). A connection that died is
+        # invalidated on its first error and replaced, and recycling bounds its age.
+        pool_recycle=1800,
     )
-    for pragma in sqlite_pragmas(options, memory=False):
-        conn.execute(pragma)
-    return conn
-
-
-def make_engine(
-    target: StoreURL,
-    *,
-    sqlite: SQLiteOptions | None = None,
-    pool_size: int = 5,
-    max_overflow: int = 10,
-) -> AsyncEngine:
-    """An async engine for the store. SQLite connections are configured on connect."""
-    if target.dialect == "postgresql":
-        return create_async_engine(
-            target.url,
-            connect_args=dict(target.connect_args),
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            # No pre-ping: it costs three extra round trips per checkout (measured: single
-            # appends 0.45x → 0.65x of plain asyncpg without it). A connection that died is
-            # invalidated on its first error and replaced, and recycling bounds its age.
-            pool_recycle=1800,
-        )
-    options = sqlite or SQLiteOptions()
-    if target.memory:
-        engine = create_async_engine(
-            target.url, poolclass=StaticPool, connect_args={"check_same_thread": False}
-        )
-    else:
-        assert target.path is not None
-        ensure_private_file(target.path)
-        engine = create_async_engine(
-            target.url,
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            connect_args={"timeout": options.busy_timeout_ms / 1000},
-        )
-    pragmas = sqlite_pragmas(options, memory=target.memory)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _configure(dbapi_connection: Any, _record: Any) -> None:
-        # Turn off pysqlite's implicit BEGIN: we emit BEGIN ourselves in the hook below.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            for pragma in pragmas:
-                cursor.execute(pragma)
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _begin(conn: Any) -> None:
-        write = conn.get_execution_options().get(WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-    return engine
-
-
-async def begin_write(conn: AsyncConnection) -> AsyncConnection:
-    """Mark a connection so its next transaction takes the write lock up front."""
-    return await conn.execution_options(**{WRITE_OPTION: True})

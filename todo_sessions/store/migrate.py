@@ -20,12 +20,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..errors import SchemaError
-from .engine import StoreURL, begin_write, make_engine, parse_url
+from .engine import SQLiteOptions, StoreURL, parse_url
+from .reads import read_store_id
+from .recorder import Recorder, open_recorder
 from .schema import VERSION_TABLE, metadata
 from .translate import translate_errors
 
@@ -35,13 +37,11 @@ __all__ = [
     "head_revision",
     "migrate",
     "migrations_dir",
+    "prepare_schema",
     "run_locked",
 ]
 
 T = TypeVar("T")
-
-# Any fixed 64-bit key: serialises our migrations across PostgreSQL sessions.
-_PG_MIGRATION_LOCK = 0x746F646F5F736573
 
 
 def migrations_dir() -> Path:
@@ -110,26 +110,49 @@ def check_not_foreign(connection: Connection) -> None:
 async def run_locked(
     target: str | URL | StoreURL | AsyncEngine, fn: Callable[[Connection], T]
 ) -> T:
-    """Run ``fn(sync_connection)`` in one transaction holding the migration lock."""
+    """Run ``fn(sync_connection)`` in one transaction holding the migration lock.
+
+    ``target`` is a URL (a recorder is opened for it and closed afterwards) or an application's
+    own `AsyncEngine`.
+    """
     with translate_errors("migrating the database"):
         if isinstance(target, AsyncEngine):
-            return await _run_locked(target, fn)
-        engine = make_engine(target if isinstance(target, StoreURL) else parse_url(target))
+            from .postgres import run_locked_on
+
+            return await run_locked_on(target, fn)
+        recorder = open_recorder(
+            target if isinstance(target, StoreURL) else parse_url(target), sqlite=SQLiteOptions()
+        )
         try:
-            return await _run_locked(engine, fn)
+            await recorder.open()
+            return await recorder.run_locked(fn)
         finally:
-            await engine.dispose()
+            await recorder.close()
 
 
-async def _run_locked(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
-    async with engine.connect() as conn:
-        conn = await begin_write(conn)
-        async with conn.begin():
-            if conn.dialect.name == "postgresql":
-                await conn.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
-                )
-            return await conn.run_sync(fn)
+def schema_revision(connection: Connection) -> str | None:
+    """The current revision (None: never migrated), refusing a newer or foreign schema."""
+    revision = check_revision(connection)
+    if revision is None:
+        check_not_foreign(connection)
+    return revision
+
+
+async def prepare_schema(recorder: Recorder, *, migrate: bool, url: str) -> str:
+    """Check the schema of an open recorder's database, upgrade it if ``migrate`` (else a
+    `SchemaError` when it is behind), and return the database's store id."""
+    revision = await recorder.run_sync(schema_revision, write=False)
+    if revision != head_revision():
+        if not migrate:
+            state = "not migrated" if revision is None else f"at revision {revision!r}"
+            raise SchemaError(
+                f"{url} is {state}; run `todo-sessions migrate` or open the store with migrate=True"
+            )
+        await recorder.run_locked(_upgrade)
+    store_id = await recorder.read(read_store_id)
+    if store_id is None:
+        raise SchemaError(f"{url}: store_state has no store id; not our database")
+    return store_id
 
 
 def _alembic(connection: Connection, action: Callable[..., Any], revision: str) -> None:

@@ -1,57 +1,242 @@
-"""The PostgreSQL append path: one transaction on the asyncpg connection itself.
+"""The PostgreSQL recorder: a SQLAlchemy async engine over asyncpg, hot paths on the driver.
 
-Why: through SQLAlchemy each of the four statements of an append pays Core's per-call work on
-top of the round trip; on the driver they are prepared once per connection by asyncpg.
-Measured with ``bench/store_bench.py`` (single-event appends against plain asyncpg doing the
-same SQL): 0.63x through Core, 0.77x here. The statements are the same Core
-definitions, compiled once for asyncpg. Concurrency control as everywhere: the stored next seq
-is read under a row lock (``SELECT … FOR UPDATE``), the primary key is the last guard.
+- **Appends** run as one transaction on the asyncpg connection itself. Through SQLAlchemy each
+  of the four statements pays Core's per-call work on top of the round trip; on the driver
+  they are prepared once per connection. Measured with ``bench/store_bench.py`` (single-event
+  appends against plain asyncpg doing the same SQL): 0.63x through Core, 0.77x on the driver.
+  The statements are the same Core definitions, compiled once for asyncpg. The stored next
+  seq is read under a row lock (``SELECT … FOR UPDATE``); the primary key is the last guard.
+- **Reads** run on the driver connection too (asyncpg's records, no per-row Core processing),
+  inside one ``REPEATABLE READ READ ONLY`` transaction, except the operations that are
+  consistent without one (`reads.WITHOUT_SNAPSHOT`).
+- **follow** is woken by ``NOTIFY todo_sessions_appended`` (a trigger sends it on every
+  append, from any process). All followers of a store share one LISTEN connection of their
+  own (`PgListener`), so they never take connections from the pool; a periodic re-check is the
+  safety net.
+- **Migrations** run in one transaction holding a transaction-scoped advisory lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
 
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..errors import SessionNotFoundError
-from .append import AppendOutcome, check_batch_start, new_session_values
-from .queries import compile_append
+from ..errors import SessionNotFoundError, StoreError
+from .engine import StoreURL, make_pg_engine
+from .queries import compile_append, delete_session
+from .reads import WITHOUT_SNAPSHOT, AsyncpgRows
+from .recorder import (
+    AppendBatch,
+    AppendOutcome,
+    Wait,
+    after_append,
+    check_batch_start,
+    new_session_values,
+)
+from .translate import translate_errors
 
-__all__ = ["append_asyncpg"]
+__all__ = ["MIGRATION_LOCK", "NOTIFY_CHANNEL", "PgListener", "PostgresRecorder"]
 
+T = TypeVar("T")
+
+NOTIFY_CHANNEL = "todo_sessions_appended"
+"""Channel notified with the session id after each committed append."""
+
+MIGRATION_LOCK = 0x746F646F5F736573
+"""Any fixed 64-bit key: serialises our migrations across PostgreSQL sessions."""
+
+_RECHECK_SECONDS = 2.0
 _SQL = compile_append(asyncpg_dialect.dialect())
 
 
-async def append_asyncpg(
-    driver: Any,
-    session_id: str,
-    rows: Sequence[dict[str, Any]],
-    header: dict[str, Any] | None,
-    now: int,
-) -> AppendOutcome:
-    """Append ``rows`` on an asyncpg connection in one transaction (see module docstring)."""
+class PostgresRecorder:
+    """The `Recorder` of a PostgreSQL database. See the module docstring."""
+
+    dialect = "postgresql"
+
+    def __init__(self, target: StoreURL, *, pool_size: int = 5, max_overflow: int = 10) -> None:
+        self._target = target
+        self._pool_size = pool_size
+        self._max_overflow = max_overflow
+        self._engine: AsyncEngine | None = None
+        self._listener: PgListener | None = None
+
+    async def open(self) -> None:
+        if self._engine is not None:
+            return
+        engine = make_pg_engine(
+            self._target, pool_size=self._pool_size, max_overflow=self._max_overflow
+        )
+        try:
+            async with engine.connect():  # connect now, so a bad URL fails the open
+                pass
+        except TypeError as exc:  # asyncpg refused a parameter taken from the URL
+            await engine.dispose()
+            if "unexpected keyword argument" not in str(exc):
+                raise
+            raise StoreError(f"{self._target.render()}: unsupported URL parameter ({exc})") from exc
+        except BaseException:
+            await engine.dispose()
+            raise
+        self._engine = engine
+
+    def _the_engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError("the PostgreSQL recorder is not open")
+        return self._engine
+
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        async with self._the_engine().connect() as conn:
+            raw = await conn.get_raw_connection()
+            return await _append(raw.driver_connection, batch)
+
+    async def read(self, op: Callable[..., T], *args: Any) -> T:
+        async with self._the_engine().connect() as conn:
+            return await conn.run_sync(_read_on, op, args)
+
+    async def delete(self, session_id: str) -> bool:
+        async with self._the_engine().begin() as conn:
+            result = await conn.execute(delete_session, {"session_id": session_id})
+        return bool(result.rowcount)
+
+    @contextlib.asynccontextmanager
+    async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
+        if self._listener is None:
+            dsn = self._target.url.set(drivername="postgresql")
+            self._listener = PgListener(
+                dsn.render_as_string(hide_password=False), self._target.connect_args
+            )
+        listener = self._listener
+        await listener.ensure_connected()
+        wake = asyncio.Event()
+        listener.add(session_id, wake)
+
+        async def until_notified(_interval: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), _RECHECK_SECONDS)
+            wake.clear()
+            await listener.ensure_connected()  # after a lost connection: reconnect
+
+        try:
+            yield until_notified
+        finally:
+            listener.remove(session_id, wake)
+
+    async def run_locked(self, fn: Callable[[Connection], T]) -> T:
+        return await run_locked_on(self._the_engine(), fn)
+
+    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        async with self._the_engine().connect() as conn, conn.begin():
+            return await conn.run_sync(fn)
+
+    async def close(self) -> None:
+        listener, engine = self._listener, self._engine
+        self._listener = self._engine = None
+        if listener is not None:
+            await listener.close()
+        if engine is not None:
+            await engine.dispose()
+
+
+async def run_locked_on(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(sync connection)`` in one transaction; on PostgreSQL under the migration lock."""
+    async with engine.connect() as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        return await conn.run_sync(fn)
+
+
+async def _append(driver: Any, batch: AppendBatch) -> AppendOutcome:
+    """The append transaction on an asyncpg connection (see the module docstring)."""
+    session_id = batch.session_id
+    rows = batch.rows
     async with driver.transaction():
         state = await driver.fetchrow(_SQL.state.sql, session_id)
         if state is None:
-            if header is None:
+            if batch.header is None:
                 raise SessionNotFoundError(session_id, "create it before the first append")
-            values = new_session_values(header, now)
+            values = new_session_values(batch.header, batch.now)
             # A concurrent first append may win the insert; the locked read decides.
             await driver.execute(_SQL.insert_session.sql, *_SQL.insert_session.args(values))
             state = await driver.fetchrow(_SQL.state.sql, session_id)
         next_seq, revision, incarnation = state
         check_batch_start(session_id, rows[0]["seq"], next_seq)
-        await driver.executemany(
-            _SQL.insert_events.sql, [_SQL.insert_events.args(row) for row in rows]
-        )
-        new_next = next_seq + len(rows)
-        params = {
-            "b_next_seq": new_next,
-            "b_revision": revision + 1,
-            "b_updated_at": now,
-            "b_id": session_id,
-        }
+        args = _SQL.insert_events.args
+        await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
+        params = after_append(next_seq, revision, len(rows), batch.now, session_id)
         await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
-    return incarnation, revision + 1, new_next
+    return incarnation, revision + 1, next_seq + len(rows)
+
+
+def _read_on(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+    rows = AsyncpgRows(sync_conn)
+    if op in WITHOUT_SNAPSHOT:
+        return op(rows, *args)
+    # The reads run on the driver, outside SQLAlchemy's (lazy, never started) transaction:
+    # give them one snapshot of their own.
+    rows.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        return op(rows, *args)
+    finally:
+        rows.execute("ROLLBACK")
+
+
+class PgListener:
+    """One LISTEN connection per store, outside the pool, shared by all its followers.
+
+    Followers register an `asyncio.Event` per session; a notification for a session sets its
+    events. If the connection is lost, followers still make progress through their periodic
+    re-check, and the connection is re-opened on their next wait.
+    """
+
+    def __init__(self, dsn: str, connect_args: Mapping[str, Any]) -> None:
+        self._dsn = dsn
+        self._connect_args = dict(connect_args)
+        self._conn: Any = None
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._lock = asyncio.Lock()
+
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        for event in self._waiters.get(payload, ()):
+            event.set()
+
+    async def ensure_connected(self) -> None:
+        if self._conn is not None and not self._conn.is_closed():
+            return
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return
+            import asyncpg
+
+            with translate_errors("listening for appends"):
+                try:
+                    conn = await asyncpg.connect(self._dsn, **self._connect_args)
+                except TypeError as exc:  # a URL parameter asyncpg does not take
+                    raise StoreError(f"unsupported URL parameter ({exc})") from exc
+                await conn.add_listener(NOTIFY_CHANNEL, self._notified)
+            self._conn = conn
+            for events in self._waiters.values():  # anything may have been missed
+                for event in events:
+                    event.set()
+
+    def add(self, session_id: str, event: asyncio.Event) -> None:
+        self._waiters.setdefault(session_id, set()).add(event)
+
+    def remove(self, session_id: str, event: asyncio.Event) -> None:
+        events = self._waiters.get(session_id)
+        if events is not None:
+            events.discard(event)
+            if not events:
+                del self._waiters[session_id]
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            await conn.close()

@@ -18,6 +18,7 @@ __all__ = [
     "append_state",
     "compile_append",
     "compile_positional",
+    "delete_session",
     "insert_events",
     "insert_session",
     "select_header",
@@ -59,6 +60,9 @@ def insert_session(dialect_name: str) -> Insert:
 
 
 select_header = select(sessions).where(se.id == bindparam("session_id"))
+
+delete_session = sessions.delete().where(se.id == bindparam("session_id"))
+"""Remove a session; its events follow through the foreign key's ON DELETE CASCADE."""
 
 
 def select_summaries(*, before: bool) -> Select[Any]:

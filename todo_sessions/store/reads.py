@@ -1,22 +1,16 @@
 """Every read the store does, written once as a plain function over a `Rows` source.
 
-A read operation (``read_events``, ``latest_todos``, ``surface_events``, ...) takes a `Rows`
-and does its queries and decoding synchronously. It runs either
-
-- on a SQLite file, in a reader thread on a plain ``sqlite3`` connection (`SQLiteRows`): one
-  thread hop per read, no per-row SQLAlchemy processing; this is the measured hot path of
-  ``read_from`` (see ``bench/store_bench.py``); or
-- anywhere else (PostgreSQL, in-memory SQLite), through ``AsyncConnection.run_sync`` on a
-  SQLAlchemy connection (`CoreRows`).
-
-Both run the same SQLAlchemy Core statements (`STATEMENTS`; the SQLite text is compiled from
-them once), inside one read transaction.
+A read operation (``read_events``, ``latest_todos``, ``surface_events``, ``list_sessions``, ...)
+takes a `Rows` and does its queries and decoding synchronously, inside one read transaction
+that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection
+(`SQLiteRows`), on PostgreSQL on the asyncpg connection (`AsyncpgRows`). Both run the same
+SQLAlchemy Core statements (`STATEMENTS`), compiled once per driver.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, func, select
@@ -29,19 +23,21 @@ from ..core.jsonvalue import decode_json
 from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .codec import check_format_version, rows_to_events
-from .queries import compile_positional
+from .queries import compile_positional, select_store_id, select_summaries
 from .schema import session_events, sessions
 
 __all__ = [
     "STATEMENTS",
     "AsyncpgRows",
-    "CoreRows",
     "Rows",
     "SQLiteRows",
     "count_of_type",
+    "find_session",
     "latest_todos",
+    "list_sessions",
     "read_events",
     "read_session",
+    "read_store_id",
     "surface_events",
 ]
 
@@ -89,6 +85,9 @@ STATEMENTS: dict[str, Any] = {
     "count_of_type": select(func.count())
     .select_from(session_events)
     .where(ev.session_id == _SID, ev.type == bindparam("type")),
+    "summaries": select_summaries(before=False),
+    "summaries_before": select_summaries(before=True),
+    "store_id": select_store_id,
 }
 """The read statements, by name."""
 
@@ -152,18 +151,6 @@ class AsyncpgRows:
         self._adapted.run_async(lambda driver: driver.execute(sql))
 
 
-class CoreRows:
-    """`Rows` on a (sync facade of a) SQLAlchemy connection."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        return self._conn.execute(STATEMENTS[name], dict(params)).all()
-
-
 # -- operations ---------------------------------------------------------------------------------
 
 
@@ -175,16 +162,49 @@ def check_from_seq(from_seq: int) -> None:
         raise ValueError(f"from_seq must be >= 0, got {from_seq}")
 
 
+def find_session(rows: Rows, session_id: str) -> dict[str, Any] | None:
+    """The ``sessions`` row as a dict, or None."""
+    found = rows.fetch("session", {"session_id": session_id})
+    return dict(zip(SESSION_COLUMNS, found[0], strict=True)) if found else None
+
+
 def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> dict[str, Any]:
     """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
     `FormatUnsupportedError` (unless ``check_format=False``: counting needs no decoding)."""
-    found = rows.fetch("session", {"session_id": session_id})
-    if not found:
+    row = find_session(rows, session_id)
+    if row is None:
         raise SessionNotFoundError(session_id)
-    row = dict(zip(SESSION_COLUMNS, found[0], strict=True))
     if check_format:
         check_format_version(session_id, row["format_version"])
     return row
+
+
+SUMMARY_COLUMNS = (
+    "id",
+    "created_at",
+    "updated_at",
+    "cwd",
+    "title",
+    "next_seq",
+    "incarnation",
+    "revision",
+)
+
+
+def list_sessions(rows: Rows, limit: int, before: tuple[int, str] | None) -> list[dict[str, Any]]:
+    """One page of ``sessions`` rows, newest activity first, after ``(updated_at, id)``."""
+    if before is None:
+        found = rows.fetch("summaries", {"limit": limit})
+    else:
+        params = {"limit": limit, "b_updated_at": before[0], "b_id": before[1]}
+        found = rows.fetch("summaries_before", params)
+    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in found]
+
+
+def read_store_id(rows: Rows) -> str | None:
+    """The database's random id (``store_state``), or None when it has none."""
+    found = rows.fetch("store_id", {})
+    return found[0][0] if found else None
 
 
 def _bound(next_seq: int, upto_seq: int | None) -> int:
@@ -232,11 +252,6 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
 
 
-# Two statements whose second is bounded by the first's immutable prefix (rows below next_seq
-# never change): consistent without a snapshot, so PostgreSQL saves two round trips.
-latest_todos.snapshot = False  # type: ignore[attr-defined]
-
-
 def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[SessionEvent]:
     """Only the events that carry a surface op (partial index), decoded."""
     row = read_session(rows, session_id)
@@ -254,4 +269,9 @@ def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
     return int(found[0][0])
 
 
-count_of_type.snapshot = False  # type: ignore[attr-defined]
+WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(
+    {find_session, read_session, list_sessions, read_store_id, latest_todos, count_of_type}
+)
+"""Operations that are consistent without a snapshot of their own: one statement, or a second
+statement bounded by the first's immutable prefix (rows below next_seq never change). On
+PostgreSQL they skip the REPEATABLE READ transaction and save two round trips."""

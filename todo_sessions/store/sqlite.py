@@ -1,12 +1,30 @@
-"""The SQLite hot paths: one writer connection, one thread hop per append; reader threads.
+"""The SQLite recorder: one writer thread with group commit, a few reader threads.
 
-Why: an append is four statements in one transaction. Through SQLAlchemy over aiosqlite each
-statement is a separate hop to the driver's thread plus Core's per-call work, which measured at
-about a fifth of plain ``sqlite3``'s rate (see ``bench/store_bench.py``). Here the whole
-transaction runs as one function on a dedicated writer thread, with the statements compiled
-once from the same Core definitions. Appends from one store are serialised on that thread
-(SQLite has one writer anyway); other processes are kept out by ``BEGIN IMMEDIATE`` and the
-busy timeout.
+One data-access stack serves everything: plain ``sqlite3`` connections, each owned by one
+thread of the store.
+
+- **The writer thread** owns the write connection. Appends, deletes, migrations and
+  maintenance run there, in the order they were asked for. Appends that queue up while the
+  writer is busy (typically: while it waits for the previous fsync) are committed together:
+  one ``BEGIN IMMEDIATE``, each append under its own ``SAVEPOINT`` with its own seq check, one
+  ``COMMIT`` and so one fsync for all of them. An append that fails is rolled back to its
+  savepoint alone; its neighbours commit. Nothing is acknowledged before the shared COMMIT has
+  returned. A lone append runs without a savepoint and without waiting for company.
+- **Reader threads** (two) each own a read connection; a read operation runs as one function
+  inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
+  connection, so there the writer thread serves reads too (no reader threads).
+- Migrations and maintenance get a SQLAlchemy connection wrapping the writer's own
+  ``sqlite3`` connection (a ``StaticPool`` engine that exists only on the writer thread), so
+  alembic and the SQLAlchemy Core table definitions stay the single source of schema and SQL.
+  Statements of the hot paths are compiled once from those definitions.
+
+Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop
+to its thread, and gives no public way to run a whole transaction (or a group of them) as one
+function there. An append is at least four statements (state, insert, update, commit) and a
+grouped commit is many more; measured with ``bench/store_bench.py --stack`` on this kind of
+machine, single-event durable appends through aiosqlite statement by statement ran at about
+half the rate of one function per transaction on a thread of our own. So a store opens at
+most three threads (``THREADS``): one writer and two readers.
 """
 
 from __future__ import annotations
@@ -16,180 +34,402 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar
 
+from sqlalchemy import create_engine, event
 from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import StaticPool
 
 from ..errors import SessionNotFoundError
-from .append import AppendOutcome, check_batch_start, new_session_values
-from .engine import SQLiteOptions, connect_sqlite
-from .gcpause import paused_gc
-from .queries import compile_append
+from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
+from .queries import compile_append, compile_positional, delete_session
 from .reads import SQLiteRows
+from .recorder import (
+    AppendBatch,
+    AppendOutcome,
+    Wait,
+    after_append,
+    check_batch_start,
+    new_session_values,
+)
 
-__all__ = ["SQLiteReader", "SQLiteWriter"]
+__all__ = ["READERS", "THREADS", "SQLiteRecorder", "connect_sqlite"]
 
 T = TypeVar("T")
 
+READERS = 2
+"""Reader threads of a file database."""
+THREADS = 1 + READERS
+"""Most threads one SQLite store ever runs: the writer and the readers."""
+
 _SQL = compile_append(sqlite_dialect.dialect(paramstyle="qmark"))
+_DELETE = compile_positional(delete_session, sqlite_dialect.dialect(paramstyle="qmark"))[0]
+_WRITE_OPTION = "todo_sessions_write"
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # the awaiting task was cancelled; the work itself still ran
-        return
-    if error is None:
-        future.set_result(result)
+def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connection:
+    """A ``sqlite3`` connection with the store's settings and no implicit transactions."""
+    timeout = options.busy_timeout_ms / 1000
+    if target.path is not None:
+        conn = sqlite3.connect(
+            target.path, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
     else:
-        future.set_exception(error)
+        name = target.url.database
+        if name and name != ":memory:":  # a named shared-cache memory database
+            uri = f"file:{name}?mode=memory&cache=shared"
+            conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+        else:
+            conn = sqlite3.connect(
+                ":memory:", isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+    try:
+        for pragma in sqlite_pragmas(options, memory=target.memory):
+            conn.execute(pragma)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
-class _Worker:
-    """One thread that runs calls in order and hands results back to the event loop.
+# -- settling futures from a thread ---------------------------------------------------------
 
-    Leaner than a one-thread ``ThreadPoolExecutor`` (no work items, no concurrent futures to
-    chain): measured about 15 µs less per call, which is a tenth of a single-event append.
-    """
 
-    def __init__(self, name: str) -> None:
-        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+def _settle_all(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in outcomes:
+        if future.done():  # the awaiting task was cancelled; the work itself still ran
+            continue
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+
+def _hand_back(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    """Settle futures on their loops, one wake-up per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].get_loop(), []).append(outcome)
+    for loop, items in by_loop.items():
+        # A closed loop (RuntimeError) means nobody is waiting any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle_all, items)
+
+
+class _AppendJob:
+    __slots__ = ("batch", "future")
+
+    def __init__(self, batch: AppendBatch, future: asyncio.Future[AppendOutcome]) -> None:
+        self.batch = batch
+        self.future = future
+
+
+class _CallJob:
+    __slots__ = ("args", "fn", "future")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: Any) -> None:
+        self.fn = fn
+        self.args = args
+        self.future = future
+
+
+class _Writer:
+    """The writer thread: runs jobs in order, committing queued appends as one group."""
+
+    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+        self._target = target
+        self._options = options
+        self._jobs: queue.SimpleQueue[_AppendJob | _CallJob | None] = queue.SimpleQueue()
+        self.conn: sqlite3.Connection | None = None
+        self._engine: Engine | None = None
+        self._thread = threading.Thread(target=self._serve, name="todo-sessions-writer")
+        self._thread.daemon = True
         self._thread.start()
 
-    def _serve(self) -> None:
-        while (call := self._calls.get()) is not None:
-            future, fn, args = call
-            try:
-                result, error = fn(*args), None
-            except BaseException as exc:
-                result, error = None, exc
-            # A closed loop (RuntimeError) means nobody is waiting any more.
-            with contextlib.suppress(RuntimeError):
-                future.get_loop().call_soon_threadsafe(_settle, future, result, error)
+    # -- the event-loop side --------------------------------------------------------------------
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._calls.put((future, fn, args))
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        self._jobs.put(_AppendJob(batch, future))
         return await future
 
-    def stop(self) -> None:
-        """Finish the calls already queued, then end the thread."""
-        self._calls.put(None)
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` on the writer thread, alone."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put(_CallJob(fn, args, future))
+        return await future
+
+    async def stop(self) -> None:
+        """Finish the jobs already queued, close the connection, end the thread."""
+        await self.call(_close_writer, self)
+        self._jobs.put(None)
+        # The thread has nothing left but to exit; joining it cannot block the loop for long.
         self._thread.join()
 
+    # -- the thread -----------------------------------------------------------------------------
 
-class SQLiteWriter:
-    """Runs appends on one dedicated sqlite3 connection in one thread."""
+    def connection(self) -> sqlite3.Connection:
+        if self.conn is None:
+            self.conn = connect_sqlite(self._target, self._options)
+        return self.conn
 
-    def __init__(self, path: Path, options: SQLiteOptions) -> None:
-        self._path = path
-        self._options = options
-        self._worker = _Worker("todo-sessions-writer")
-        self._conn: sqlite3.Connection | None = None
+    def engine(self) -> Engine:
+        """A SQLAlchemy engine over the writer's own connection (writer thread only)."""
+        if self._engine is None:
+            conn = self.connection()
+            engine = create_engine("sqlite://", creator=lambda: conn, poolclass=StaticPool)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = connect_sqlite(self._path, self._options)
-        return self._conn
+            @event.listens_for(engine, "begin")
+            def _begin(sa_conn: Any) -> None:
+                write = sa_conn.get_execution_options().get(_WRITE_OPTION, False)
+                sa_conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
-    async def append(
-        self,
-        session_id: str,
-        rows: Sequence[dict[str, Any]],
-        header: dict[str, Any] | None,
-        now: int,
-    ) -> AppendOutcome:
-        return await self._worker.run(self._append, session_id, rows, header, now)
+            self._engine = engine
+        return self._engine
 
-    def _append(
-        self,
-        session_id: str,
-        rows: Sequence[dict[str, Any]],
-        header: dict[str, Any] | None,
-        now: int,
-    ) -> AppendOutcome:
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
+    def close_connection(self) -> None:
+        engine, self._engine = self._engine, None
+        conn, self.conn = self.conn, None
+        if engine is not None:
+            engine.dispose(close=False)
+        if conn is not None:
+            conn.close()
+
+    def _serve(self) -> None:
+        jobs = self._jobs
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            if type(job) is _CallJob:
+                self._run_call(job)
+                continue
+            group: list[_AppendJob] = [job]  # type: ignore[list-item]
+            held: _CallJob | None = None
+            stop = False
+            while True:  # everything already waiting joins this commit
+                try:
+                    more = jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if type(more) is _AppendJob:
+                    group.append(more)
+                    continue
+                held, stop = more, more is None  # type: ignore[assignment]
+                break
+            self._commit_group(group)
+            if held is not None:
+                self._run_call(held)
+            if stop:
+                return
+
+    def _run_call(self, job: _CallJob) -> None:
         try:
-            state = conn.execute(_SQL.state.sql, (session_id,)).fetchone()
-            if state is None:
-                if header is None:
-                    raise SessionNotFoundError(session_id, "create it before the first append")
-                values = new_session_values(header, now)
-                conn.execute(_SQL.insert_session.sql, _SQL.insert_session.args(values))
-                state = (0, 0, values["incarnation"])
-            next_seq, revision, incarnation = state
-            check_batch_start(session_id, rows[0]["seq"], next_seq)
-            conn.executemany(_SQL.insert_events.sql, [_SQL.insert_events.args(r) for r in rows])
-            new_next = next_seq + len(rows)
-            params = {
-                "b_next_seq": new_next,
-                "b_revision": revision + 1,
-                "b_updated_at": now,
-                "b_id": session_id,
-            }
-            conn.execute(_SQL.update.sql, _SQL.update.args(params))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return incarnation, revision + 1, new_next
+            result, error = job.fn(self.connection(), *job.args), None
+        except BaseException as exc:
+            result, error = None, exc
+        _hand_back([(job.future, result, error)])
 
-    async def close(self) -> None:
-        def _close() -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    def _commit_group(self, group: list[_AppendJob]) -> None:
+        outcomes: list[Any] = [None] * len(group)
+        try:
+            conn = self.connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if len(group) == 1:
+                    outcomes[0] = (_append(conn, group[0].batch), None)
+                else:
+                    for i, job in enumerate(group):
+                        conn.execute("SAVEPOINT todo_sessions_append")
+                        try:
+                            outcome = _append(conn, job.batch)
+                        except Exception as exc:
+                            conn.execute("ROLLBACK TO todo_sessions_append")
+                            conn.execute("RELEASE todo_sessions_append")
+                            outcomes[i] = (None, exc)
+                        else:
+                            conn.execute("RELEASE todo_sessions_append")
+                            outcomes[i] = (outcome, None)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException as exc:  # nothing of the group was committed
+            for i, done in enumerate(outcomes):
+                if done is None or done[1] is None:
+                    outcomes[i] = (None, exc)
+        _hand_back([(job.future, *outcomes[i]) for i, job in enumerate(group)])
 
-        await self._worker.run(_close)
-        await asyncio.get_running_loop().run_in_executor(None, self._worker.stop)
+
+def _append(conn: sqlite3.Connection, batch: AppendBatch) -> AppendOutcome:
+    """The append transaction's statements (the caller holds the write lock)."""
+    session_id = batch.session_id
+    state = conn.execute(_SQL.state.sql, (session_id,)).fetchone()
+    if state is None:
+        if batch.header is None:
+            raise SessionNotFoundError(session_id, "create it before the first append")
+        values = new_session_values(batch.header, batch.now)
+        conn.execute(_SQL.insert_session.sql, _SQL.insert_session.args(values))
+        state = (0, 0, values["incarnation"])
+    next_seq, revision, incarnation = state
+    rows = batch.rows
+    check_batch_start(session_id, rows[0]["seq"], next_seq)
+    args = _SQL.insert_events.args
+    conn.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
+    params = after_append(next_seq, revision, len(rows), batch.now, session_id)
+    conn.execute(_SQL.update.sql, _SQL.update.args(params))
+    return incarnation, revision + 1, next_seq + len(rows)
 
 
-class SQLiteReader:
-    """Runs read operations on plain sqlite3 connections in a small pool of reader threads.
+def _close_writer(_conn: sqlite3.Connection, writer: _Writer) -> None:
+    writer.close_connection()
 
-    Each read is one thread hop: the queries and the decoding of rows into events happen in the
-    worker, inside one read transaction (a consistent WAL snapshot). Every worker thread has its
-    own connection with the store's settings.
-    """
 
-    def __init__(self, path: Path, options: SQLiteOptions, *, workers: int = 2) -> None:
-        self._path = path
+def _read_on(conn: sqlite3.Connection, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+    conn.execute("BEGIN")
+    try:
+        return op(SQLiteRows(conn), *args)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        deleted = conn.execute(_DELETE, (session_id,)).rowcount
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return deleted > 0
+
+
+def _with_sa(
+    _conn: sqlite3.Connection, writer: _Writer, fn: Callable[[Connection], T], write: bool
+) -> T:
+    sa_conn = writer.engine().connect()
+    try:
+        if write:
+            sa_conn = sa_conn.execution_options(**{_WRITE_OPTION: True})
+        with sa_conn.begin():
+            return fn(sa_conn)
+    finally:
+        sa_conn.close()
+
+
+class _Readers:
+    """Reader threads, each with its own connection, created as reads need them."""
+
+    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+        self._target = target
         self._options = options
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="todo-sessions-reader")
+        self._executor = ThreadPoolExecutor(READERS, thread_name_prefix="todo-sessions-reader")
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
 
-    def _connection(self) -> sqlite3.Connection:
+    def _call(self, op: Callable[..., T], args: tuple[Any, ...]) -> T:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect_sqlite(self._path, self._options)
+            conn = connect_sqlite(self._target, self._options)
             self._local.conn = conn
             with self._lock:
                 self._conns.append(conn)
-        return conn
-
-    def _call(self, op: Callable[..., T], args: tuple[Any, ...]) -> T:
-        conn = self._connection()
-        conn.execute("BEGIN")
-        try:
-            with paused_gc():
-                return op(SQLiteRows(conn), *args)
-        finally:
-            conn.execute("ROLLBACK")
+        return _read_on(conn, op, args)
 
     async def run(self, op: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, op, args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self._call, op, args
+        )
 
-    async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self._executor.shutdown, True)
+    def close(self) -> None:
+        """Wait for running reads, then close every reader connection."""
+        self._executor.shutdown(wait=True)
         with self._lock:
             for conn in self._conns:
                 conn.close()
             self._conns.clear()
+
+
+class SQLiteRecorder:
+    """The `Recorder` of an SQLite database (a file, or in memory). See the module docstring."""
+
+    dialect = "sqlite"
+
+    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+        self._target = target
+        self._options = options
+        self._writer: _Writer | None = None
+        self._readers: _Readers | None = None
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        if self._target.path is not None:
+            ensure_private_file(self._target.path)
+        writer = _Writer(self._target, self._options)
+        try:
+            await writer.call(_noop)  # connect now, so a bad file fails the open
+        except BaseException:
+            await writer.stop()
+            raise
+        self._writer = writer
+        if self._target.path is not None:
+            self._readers = _Readers(self._target, self._options)
+
+    def _the_writer(self) -> _Writer:
+        if self._writer is None:
+            raise RuntimeError("the SQLite recorder is not open")
+        return self._writer
+
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        return await self._the_writer().append(batch)
+
+    async def read(self, op: Callable[..., T], *args: Any) -> T:
+        if self._readers is not None:
+            return await self._readers.run(op, *args)
+        return await self._the_writer().call(_read_on, op, args)
+
+    async def delete(self, session_id: str) -> bool:
+        return await self._the_writer().call(_delete, session_id)
+
+    @contextlib.asynccontextmanager
+    async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
+        """SQLite has no notifications across processes: followers poll."""
+
+        async def poll(interval: float) -> None:
+            await asyncio.sleep(interval)
+
+        yield poll
+
+    async def run_locked(self, fn: Callable[[Connection], T]) -> T:
+        writer = self._the_writer()
+        return await writer.call(_with_sa, writer, fn, True)
+
+    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        writer = self._the_writer()
+        return await writer.call(_with_sa, writer, fn, write)
+
+    async def close(self) -> None:
+        writer, readers = self._writer, self._readers
+        self._writer = self._readers = None
+        if writer is None:
+            return
+        if readers is not None:  # waits for running reads, on the writer thread
+            await writer.call(_close_readers, readers)
+        await writer.stop()
+
+
+def _close_readers(_conn: sqlite3.Connection, readers: _Readers) -> None:
+    readers.close()
+
+
+def _noop(conn: sqlite3.Connection) -> None:
+    return None

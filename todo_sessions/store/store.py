@@ -1,9 +1,11 @@
-"""`SessionStore`: the session log on SQLite or PostgreSQL (SPEC §7, §8, §12, §14).
+"""`SessionStore`: the session log on SQLite or PostgreSQL.
 
-The store is the only code that talks to a database. It returns values (`SessionEvent`,
-`StoredLog`, `SessionSummary`), never rows or connections, and it translates every driver
-exception at this boundary (`translate_errors`). Transactions are short and never span an
-``await`` of caller code.
+The store composes a backend's recorder (`recorder.Recorder`: the only code that talks to the
+database) with what is the same on every backend: validation at append, strict structure,
+projections, crash repair, fork, paged streams and follow. It returns values
+(`SessionEvent`, `StoredLog`, `SessionSummary`), never rows or connections, and translates
+every driver exception at this boundary (`translate_errors`). See docs/design.md, "The store
+contract".
 """
 
 from __future__ import annotations
@@ -12,45 +14,43 @@ import asyncio
 import copy
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
-from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.engine import URL, Connection
 
 from ..core.catalog import FORMAT_VERSION, validate_event
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
+from ..core.messages import Message
+from ..core.repair import interrupted_turn_closers
 from ..core.structure import StructureChecker
+from ..core.surface import derive_messages
+from ..core.todos import TodoItem
 from ..errors import (
+    CorruptSessionError,
     InvalidEventError,
-    SchemaError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
-    StoreError,
+    StructureError,
 )
-from . import queries as q
 from . import reads
-from .append import AppendOutcome, check_batch_start, new_session_values
 from .codec import event_row, header_from_row, header_row
-from .engine import SQLiteOptions, StoreURL, begin_write, make_engine, parse_url
-from .gcpause import paused_gc
-from .migrate import _upgrade, check_not_foreign, check_revision, head_revision, run_locked
-from .postgres import append_asyncpg
-from .reads import AsyncpgRows, CoreRows
+from .engine import SQLiteOptions, StoreURL, parse_url
+from .migrate import prepare_schema
+from .recorder import AppendBatch, Recorder, open_recorder
 from .results import SessionSummary, StoredLog, revision_token
-from .schema import sessions
-from .sqlite import SQLiteReader, SQLiteWriter
-from .tail import LogTail, PgListener
 from .translate import is_unique_violation, translate_errors
-from .views import LogViews
 
 __all__ = ["SessionStore", "default_url"]
 
 EventInput = SessionEvent | Mapping[str, Any]
 T = TypeVar("T")
+
+_LOAD_ATTEMPTS = 5
 
 
 def default_url() -> str:
@@ -63,11 +63,17 @@ def default_url() -> str:
     return f"sqlite:///{user_data_path('todo-sessions') / 'sessions.db'}"
 
 
-def _now_ms() -> int:
+def wall_clock_ms() -> int:
+    """The default clock of a store: Unix epoch milliseconds."""
     return time.time_ns() // 1_000_000
 
 
-class SessionStore(LogViews, LogTail):
+def _check_upto(upto_seq: int | None) -> None:
+    if upto_seq is not None and (type(upto_seq) is not int or upto_seq < 0):
+        raise ValueError(f"upto_seq must be a non-negative int, got {upto_seq!r}")
+
+
+class SessionStore:
     """The append-only session log.
 
     ``SessionStore(url)`` takes a SQLAlchemy-style URL (``sqlite:///path``,
@@ -77,7 +83,8 @@ class SessionStore(LogViews, LogTail):
     schema unless ``migrate=False``, in which case an unmigrated database raises `SchemaError`.
 
     SQLite settings: ``journal_mode`` (WAL), ``synchronous`` ("FULL" or "NORMAL"),
-    ``busy_timeout_ms`` (5000).
+    ``busy_timeout_ms`` (5000). PostgreSQL: ``pool_size``. ``clock`` (Unix epoch ms, default
+    the wall clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
     """
 
     def __init__(
@@ -91,6 +98,7 @@ class SessionStore(LogViews, LogTail):
         busy_timeout_ms: int = 5000,
         pool_size: int = 5,
         page_size: int = 1000,
+        clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms)
@@ -100,17 +108,13 @@ class SessionStore(LogViews, LogTail):
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
-        self._engine: AsyncEngine | None = None
-        self._writer: SQLiteWriter | None = None
-        self._reader: SQLiteReader | None = None
+        self._clock = clock
+        self._recorder: Recorder | None = None
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}
         self._checkers: dict[str, StructureChecker] = {}
         self._open_lock = asyncio.Lock()
-        # An in-memory SQLite database is one connection: serialise everything on it.
-        self._memory_lock = asyncio.Lock() if self._target.memory else None
         self._closed = False
-        self._pg_listener: PgListener | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -133,61 +137,27 @@ class SessionStore(LogViews, LogTail):
         async with self._open_lock:
             if self._closed:
                 raise RuntimeError("this SessionStore is closed")
-            if self._engine is not None:
+            if self._recorder is not None:
                 return self
-            engine = make_engine(self._target, sqlite=self._sqlite, pool_size=self._pool_size)
+            recorder = open_recorder(self._target, sqlite=self._sqlite, pool_size=self._pool_size)
             try:
                 with translate_errors(f"opening {self.url}"):
-                    await self._prepare_schema(engine)
-                    async with engine.connect() as conn:
-                        store_id = (await conn.execute(q.select_store_id)).scalar_one_or_none()
-                if store_id is None:
-                    raise SchemaError(f"{self.url}: store_state has no store id; not our database")
-            except TypeError as exc:  # the driver refused a query parameter of the URL
-                await engine.dispose()
-                if "unexpected keyword argument" not in str(exc):
-                    raise
-                raise StoreError(f"{self.url}: unsupported URL parameter ({exc})") from exc
+                    await recorder.open()
+                    store_id = await prepare_schema(recorder, migrate=self._migrate, url=self.url)
             except BaseException:
-                await engine.dispose()
+                await recorder.close()
                 raise
             self._store_id = store_id
-            if self._target.path is not None:
-                self._writer = SQLiteWriter(self._target.path, self._sqlite)
-                self._reader = SQLiteReader(self._target.path, self._sqlite)
-            self._engine = engine
+            self._recorder = recorder
             return self
 
-    async def _prepare_schema(self, engine: AsyncEngine) -> None:
-        async with engine.connect() as conn:
-            revision = await conn.run_sync(check_revision)
-            if revision is None:
-                await conn.run_sync(check_not_foreign)
-        if revision == head_revision():
-            return
-        if not self._migrate:
-            state = "not migrated" if revision is None else f"at revision {revision!r}"
-            raise SchemaError(
-                f"{self.url} is {state}; run `todo-sessions migrate` or open the store "
-                "with migrate=True"
-            )
-        await run_locked(engine, _upgrade)
-
     async def aclose(self) -> None:
-        """Close connections. Pending (never appended) creates are forgotten."""
+        """Finish appends already handed to the database, then close every connection and
+        thread of the store. Pending (never appended) creates are forgotten."""
         self._closed = True
-        writer, reader, engine = self._writer, self._reader, self._engine
-        self._writer = self._reader = None
-        self._engine = None
-        if self._pg_listener is not None:
-            await self._pg_listener.close()
-            self._pg_listener = None
-        if writer is not None:
-            await writer.close()
-        if reader is not None:
-            await reader.close()
-        if engine is not None:
-            await engine.dispose()
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            await recorder.close()
 
     async def __aenter__(self) -> Self:
         return await self.open()
@@ -200,20 +170,23 @@ class SessionStore(LogViews, LogTail):
     ) -> None:
         await self.aclose()
 
-    async def _ready(self) -> AsyncEngine:
-        if self._engine is None:
+    async def _ready(self) -> Recorder:
+        recorder = self._recorder
+        if recorder is None:
             await self.open()
-        assert self._engine is not None
-        return self._engine
-
-    def _read_conn(self, engine: AsyncEngine) -> _Conn:
-        return _Conn(engine, self._memory_lock, write=False)
-
-    def _write_conn(self, engine: AsyncEngine) -> _Conn:
-        return _Conn(engine, self._memory_lock, write=True)
+            recorder = self._recorder
+            if recorder is None:  # closed while opening
+                raise RuntimeError("this SessionStore is closed")
+        return recorder
 
     def _token(self, incarnation: str, revision: int) -> str:
         return revision_token(self._store_id, incarnation, revision)
+
+    async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T:
+        """Run a read operation of `reads` in one read transaction of the recorder."""
+        recorder = await self._ready()
+        with translate_errors(what):
+            return await recorder.read(op, *args)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -227,12 +200,9 @@ class SessionStore(LogViews, LogTail):
                 f"this version writes ({FORMAT_VERSION})",
                 field="format_version",
             )
-        engine = await self._ready()
         if header.id in self._pending:
             raise SessionExistsError(header.id)
-        with translate_errors(f"creating session {header.id!r}"):
-            async with self._read_conn(engine) as conn:
-                found = (await conn.execute(q.select_header, {"session_id": header.id})).first()
+        found = await self._read(f"creating session {header.id!r}", reads.find_session, header.id)
         if found is not None:
             raise SessionExistsError(header.id)
         self._pending[header.id] = header
@@ -244,17 +214,13 @@ class SessionStore(LogViews, LogTail):
         at the stored next seq (another writer was first, or a replay), `InvalidEventError` for
         a malformed event, `SessionNotFoundError` for an id with neither a stored log nor a
         pending `create`. An empty batch writes nothing and returns the current token.
+        Events that already passed `validate_event` are not checked again.
         """
-        batch = [e if isinstance(e, SessionEvent) else SessionEvent.from_dict(e) for e in events]
-        return await self._append(session_id, batch, validate=True)
-
-    async def _append(self, session_id: str, batch: list[SessionEvent], *, validate: bool) -> str:
-        """`append` proper. ``validate=False`` is for callers in this package that have just
-        run `validate_event` on every event themselves (the JSONL import)."""
         check_session_id(session_id)
-        engine = await self._ready()
+        batch = [e if isinstance(e, SessionEvent) else SessionEvent.from_dict(e) for e in events]
+        recorder = await self._ready()
         if not batch:
-            return await self._current_token(engine, session_id)
+            return await self._current_token(session_id)
         first = batch[0].seq
         for offset, event in enumerate(batch):
             if offset and event.seq != first + offset:
@@ -265,29 +231,18 @@ class SessionStore(LogViews, LogTail):
                     detail=f"but the batch is not contiguous: seq {event.seq} follows "
                     f"seq {batch[offset - 1].seq}",
                 )
-            if validate:
-                validate_event(event)
+            validate_event(event)
         checker = await self._strict_checker(session_id, batch) if self.strict else None
-        rows = [event_row(session_id, e) for e in batch]
         pending = self._pending.get(session_id)
-        header = header_row(pending) if pending is not None else None
-        now = _now_ms()
+        prepared = AppendBatch(
+            session_id,
+            [event_row(session_id, e) for e in batch],
+            header_row(pending) if pending is not None else None,
+            self._clock(),
+        )
         with translate_errors(f"appending to session {session_id!r}"):
             try:
-                if self._writer is not None:
-                    incarnation, revision, _ = await self._writer.append(
-                        session_id, rows, header, now
-                    )
-                elif self.dialect == "postgresql":
-                    async with engine.connect() as conn:
-                        raw = await conn.get_raw_connection()
-                        incarnation, revision, _ = await append_asyncpg(
-                            raw.driver_connection, session_id, rows, header, now
-                        )
-                else:
-                    incarnation, revision, _ = await self._append_core(
-                        engine, session_id, rows, header, now
-                    )
+                incarnation, revision, _ = await recorder.append(prepared)
             except Exception as exc:
                 if is_unique_violation(exc):
                     raise SeqConflictError(
@@ -323,86 +278,31 @@ class SessionStore(LogViews, LogTail):
             checker.apply(event)
         return checker
 
-    async def _append_core(
-        self,
-        engine: AsyncEngine,
-        session_id: str,
-        rows: Sequence[dict[str, Any]],
-        header: dict[str, Any] | None,
-        now: int,
-    ) -> AppendOutcome:
-        async with self._write_conn(engine) as conn:
-            state = (await conn.execute(q.append_state, {"session_id": session_id})).first()
-            if state is None:
-                if header is None:
-                    raise SessionNotFoundError(session_id, "create it before the first append")
-                insert = q.insert_session(conn.dialect.name)
-                await conn.execute(insert, new_session_values(header, now))
-                state = (await conn.execute(q.append_state, {"session_id": session_id})).first()
-                assert state is not None
-            next_seq, revision, incarnation = state
-            check_batch_start(session_id, rows[0]["seq"], next_seq)
-            await conn.execute(q.insert_events, list(rows))
-            new_next = next_seq + len(rows)
-            await conn.execute(
-                q.update_after_append,
-                {
-                    "b_next_seq": new_next,
-                    "b_revision": revision + 1,
-                    "b_updated_at": now,
-                    "b_id": session_id,
-                },
-            )
-        return incarnation, revision + 1, new_next
-
     async def delete(self, session_id: str) -> None:
         """Remove a session and all its events (the only way rows ever leave)."""
         check_session_id(session_id)
-        engine = await self._ready()
+        recorder = await self._ready()
         pending = self._pending.pop(session_id, None)
         self._checkers.pop(session_id, None)
         with translate_errors(f"deleting session {session_id!r}"):
-            async with self._write_conn(engine) as conn:
-                result = await conn.execute(sessions.delete().where(sessions.c.id == session_id))
-        if result.rowcount == 0 and pending is None:
+            deleted = await recorder.delete(session_id)
+        if not deleted and pending is None:
             raise SessionNotFoundError(session_id)
 
     # -- reading --------------------------------------------------------------------------------
 
-    async def _current_token(self, engine: AsyncEngine, session_id: str) -> str:
-        with translate_errors(f"reading session {session_id!r}"):
-            async with self._read_conn(engine) as conn:
-                row = (await conn.execute(q.select_header, {"session_id": session_id})).first()
+    async def _current_token(self, session_id: str) -> str:
+        row = await self._read(f"reading session {session_id!r}", reads.find_session, session_id)
         if row is not None:
-            return self._token(row.incarnation, row.revision)
+            return self._token(row["incarnation"], row["revision"])
         if session_id in self._pending:
             return self._token("", 0)
         raise SessionNotFoundError(session_id)
 
-    async def _listener(self) -> PgListener:
-        """The store's LISTEN connection for `follow` (PostgreSQL), opened on first use."""
-        if self._pg_listener is None:
-            dsn = self._target.url.set(drivername="postgresql")
-            self._pg_listener = PgListener(
-                dsn.render_as_string(hide_password=False), self._target.connect_args
-            )
-        await self._pg_listener.ensure_connected()
-        return self._pg_listener
-
-    async def _read(self, what: str, op: Callable[..., T], *args: Any) -> T:
-        """Run a read operation of `reads` in one read transaction: in a reader thread on a
-        SQLite file, else through ``run_sync`` on a pooled SQLAlchemy connection."""
-        check_session_id(args[0])  # every read is of one session
-        engine = await self._ready()
-        with translate_errors(what):
-            if self._reader is not None:
-                return await self._reader.run(op, *args)
-            async with self._read_conn(engine) as conn:
-                return await conn.run_sync(_with_rows, op, args)
-
     async def _read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
     ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        check_session_id(session_id)
         return await self._read(
             f"reading session {session_id!r}", reads.read_events, session_id, from_seq, limit
         )
@@ -420,6 +320,7 @@ class SessionStore(LogViews, LogTail):
         )
 
     async def _session(self, session_id: str) -> dict[str, Any]:
+        check_session_id(session_id)
         return await self._read(f"reading session {session_id!r}", reads.read_session, session_id)
 
     async def header(self, session_id: str) -> SessionHeader:
@@ -437,11 +338,12 @@ class SessionStore(LogViews, LogTail):
 
     async def count(self, session_id: str, *, type: str | None = None) -> int:
         """How many events the session has (of one ``type``, through the type index)."""
+        check_session_id(session_id)
         return await self._read(
             f"counting events of session {session_id!r}", reads.count_of_type, session_id, type
         )
 
-    def _summary(self, r: Any) -> SessionSummary:
+    def _summary(self, r: Mapping[str, Any]) -> SessionSummary:
         return SessionSummary(
             id=r["id"],
             created_at=r["created_at"],
@@ -452,6 +354,171 @@ class SessionStore(LogViews, LogTail):
             revision=self._token(r["incarnation"], r["revision"]),
         )
 
+    # -- projections ----------------------------------------------------------------------------
+
+    async def current_todos(
+        self, session_id: str, *, upto_seq: int | None = None
+    ) -> list[TodoItem] | None:
+        """The todo list of the latest ``todo/write`` (as of ``upto_seq``), or None: one
+        indexed row read, whatever the session's length."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        return await self._read(
+            f"reading todos of session {session_id!r}", reads.latest_todos, session_id, upto_seq
+        )
+
+    async def derive_messages(
+        self, session_id: str, *, upto_seq: int | None = None
+    ) -> list[Message]:
+        """The model's message history, read from surface rows only (as of ``upto_seq``)."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        events = await self._read(
+            f"reading messages of session {session_id!r}",
+            reads.surface_events,
+            session_id,
+            upto_seq,
+        )
+        try:
+            return derive_messages(events)
+        except InvalidEventError as exc:  # stored rows that break the surface rules
+            raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+
+    # -- crash repair ---------------------------------------------------------------------------
+
+    async def inspect(self, session_id: str) -> StoredLog:
+        """The stored log plus, in memory only, the closers of an interrupted last turn.
+
+        ``events`` includes the closers; ``closers`` lists them. Nothing is written.
+        """
+        log = await self.read(session_id)
+        closers = interrupted_turn_closers(log.events, session_id=session_id)
+        return StoredLog(log.header, log.events + tuple(closers), log.revision, tuple(closers))
+
+    async def load(self, session_id: str) -> StoredLog:
+        """Like `inspect`, but the closers are appended durably first (the revision changes
+        once). Loading a log with no open turn writes nothing."""
+        for _ in range(_LOAD_ATTEMPTS):
+            log = await self.read(session_id)
+            closers = interrupted_turn_closers(log.events, session_id=session_id)
+            if not closers:
+                return log
+            try:
+                revision = await self.append(session_id, closers)
+            except SeqConflictError:
+                continue  # another writer appended meanwhile: look again
+            return StoredLog(log.header, log.events + tuple(closers), revision, tuple(closers))
+        raise SeqConflictError(
+            session_id, -1, None, detail=f"load kept racing other writers ({_LOAD_ATTEMPTS} tries)"
+        )
+
+    # -- fork -----------------------------------------------------------------------------------
+
+    async def fork(
+        self,
+        source_id: str,
+        boundary: int | None = None,
+        child_id: str | None = None,
+        *,
+        title: str | None = None,
+    ) -> StoredLog:
+        """A new session seeded with events ``0..boundary`` (default: all) of ``source_id``,
+        followed by ``session/end-seed``. The prefix may not end inside an open turn."""
+        log = await self.read(source_id)
+        end = len(log.events) - 1 if boundary is None else boundary
+        if type(end) is not int or not 0 <= end < len(log.events):
+            raise ValueError(
+                f"fork boundary {boundary!r} is outside session {source_id!r} "
+                f"(seqs 0..{len(log.events) - 1})"
+            )
+        prefix = log.events[: end + 1]
+        state = StructureChecker()
+        for event in prefix:
+            state.advance(event)
+        if state.open_turn is not None:
+            raise StructureError(
+                f"cannot fork session {source_id!r} at seq {end}: turn {state.open_turn} "
+                "is still open there",
+                seq=end,
+                rule="fork-inside-turn",
+            )
+        source = log.header
+        header = SessionHeader(
+            id=child_id or f"{source_id[:150]}-fork-{uuid.uuid4().hex[:12]}",
+            created_at=self._clock(),
+            cwd=source.cwd,
+            parent_session=source_id,
+            seed_length=len(prefix),
+            origin=source.origin,
+            delegation_depth=source.delegation_depth,
+            title=title if title is not None else source.title,
+        )
+        seed = SessionEvent("session/end-seed", len(prefix), prefix[-1].time, {})
+        await self.create(header)
+        revision = await self.append(header.id, [*prefix, seed])
+        return StoredLog(header, (*prefix, seed), revision)
+
+    # -- streams --------------------------------------------------------------------------------
+
+    async def stream(
+        self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
+    ) -> AsyncIterator[SessionEvent]:
+        """Like `read_from`, as an async iterator reading ``page_size`` events per query.
+
+        Each page is its own short read transaction, so no transaction stays open while the
+        caller works, and memory stays flat for any session size.
+        """
+        reads.check_from_seq(from_seq)
+        size = page_size or self.page_size
+        seq = from_seq
+        while True:
+            page = (await self._read_events(session_id, seq, size))[1]
+            for event in page:
+                yield event
+            seq += len(page)
+            if len(page) < size:
+                return
+
+    async def follow(
+        self,
+        session_id: str,
+        from_seq: int = 0,
+        *,
+        poll_interval: float = 0.05,
+        page_size: int | None = None,
+    ) -> AsyncIterator[SessionEvent]:
+        """The stored events from ``from_seq``, then each new one as any process appends it,
+        in seq order with no gaps or duplicates. Runs until the caller stops iterating (or the
+        session is deleted: `SessionNotFoundError`). Closing the iterator releases what it
+        holds.
+
+        On PostgreSQL a follower sleeps until a notification for the session (all followers of
+        a store share one listening connection outside the pool); on SQLite it polls every
+        ``poll_interval`` seconds.
+        """
+        reads.check_from_seq(from_seq)
+        size = page_size or self.page_size
+        recorder = await self._ready()
+        async with recorder.wait_for_append(session_id) as wait:
+            seq = from_seq
+            while True:
+                page = (await self._read_events(session_id, seq, size))[1]
+                for event in page:
+                    yield event
+                seq += len(page)
+                if len(page) < size:
+                    await wait(poll_interval)
+
+    # -- escape hatch for tests and tools -----------------------------------------------------
+
+    async def _run_sync(self, fn: Callable[[Connection], T], *, write: bool = False) -> T:
+        """Run ``fn(sync SQLAlchemy connection)`` in one transaction (maintenance and tests)."""
+        recorder = await self._ready()
+        with translate_errors("running a maintenance function"):
+            return await recorder.run_sync(fn, write=write)
+
+    # -- listing (last: the name shadows the builtin in the class body) ----------------------
+
     async def list(
         self, *, limit: int = 100, before: SessionSummary | None = None
     ) -> list[SessionSummary]:
@@ -459,86 +526,6 @@ class SessionStore(LogViews, LogTail):
         ``before`` to get the next page (keyset pagination)."""
         if type(limit) is not int or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
-        engine = await self._ready()
-        params: dict[str, Any] = {"limit": limit}
-        if before is not None:
-            params.update(b_updated_at=before.updated_at, b_id=before.id)
-        with translate_errors("listing sessions"):
-            async with self._read_conn(engine) as conn:
-                result = await conn.execute(q.select_summaries(before=before is not None), params)
-                rows = result.mappings().all()
+        after = None if before is None else (before.updated_at, before.id)
+        rows = await self._read("listing sessions", reads.list_sessions, limit, after)
         return [self._summary(r) for r in rows]
-
-    # -- escape hatch for tests and tools -----------------------------------------------------
-
-    async def _run_sync(self, fn: Any, *, write: bool = False) -> Any:
-        """Run ``fn(sync_connection)`` in one transaction (maintenance and tests only)."""
-        engine = await self._ready()
-        with translate_errors("running a maintenance function"):
-            async with _Conn(engine, self._memory_lock, write=write) as conn:
-                return await conn.run_sync(fn)
-
-
-def _with_rows(sync_conn: Any, op: Callable[..., T], args: tuple[Any, ...]) -> T:
-    if sync_conn.dialect.name != "postgresql":
-        with paused_gc():
-            return op(CoreRows(sync_conn), *args)
-    rows = AsyncpgRows(sync_conn)
-    if not getattr(op, "snapshot", True):
-        return op(rows, *args)
-    # The reads run on the driver, outside SQLAlchemy's (lazy, never started) transaction:
-    # give them one snapshot of their own.
-    rows.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-    try:
-        with paused_gc():
-            return op(rows, *args)
-    finally:
-        rows.execute("ROLLBACK")
-
-
-class _Conn:
-    """``async with _Conn(engine, lock, write=...) as conn``: one short transaction.
-
-    Writes take the write lock up front (``BEGIN IMMEDIATE`` on SQLite). For an in-memory
-    SQLite database every transaction also holds the store's lock, since there is only one
-    connection.
-    """
-
-    def __init__(self, engine: AsyncEngine, lock: asyncio.Lock | None, *, write: bool) -> None:
-        self._engine = engine
-        self._lock = lock
-        self._write = write
-        self._conn: AsyncConnection | None = None
-        self._tx: Any = None
-
-    async def __aenter__(self) -> AsyncConnection:
-        if self._lock is not None:
-            await self._lock.acquire()
-        try:
-            conn = await self._engine.connect()
-            if self._write:
-                conn = await begin_write(conn)
-            self._conn = conn
-            self._tx = await conn.begin()
-        except BaseException:
-            await self._release()
-            raise
-        return conn
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if self._tx is not None:
-                if exc_type is None:
-                    await self._tx.commit()
-                else:
-                    await self._tx.rollback()
-        finally:
-            await self._release()
-
-    async def _release(self) -> None:
-        try:
-            if self._conn is not None:
-                await self._conn.close()
-        finally:
-            if self._lock is not None:
-                self._lock.release()

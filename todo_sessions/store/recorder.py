@@ -1,0 +1,146 @@
+"""The recorder: the one seam between `SessionStore` and a database backend.
+
+A recorder does exactly what needs a database: it appends a prepared batch under the seq check,
+runs read operations (plain functions of `reads` over a `Rows` source) in one consistent
+snapshot, deletes, lists, waits for appends, and runs migrations under the migration lock.
+Everything else (validation, projections, crash repair, fork, strict structure) lives in
+`SessionStore` and the pure core, written once for every backend.
+
+There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite.py``, file and
+in-memory databases) and `PostgresRecorder` (``store/postgres.py``), chosen once when the store
+opens (`open_recorder`). The append transaction's steps are shared here (`AppendBatch`,
+`check_batch_start`, `new_session_values`); each backend writes the transaction itself once,
+on its own driver. See docs/design.md, "Backends".
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.engine import Connection
+
+from ..errors import SeqConflictError
+from .engine import SQLiteOptions, StoreURL
+
+__all__ = [
+    "AppendBatch",
+    "AppendOutcome",
+    "Recorder",
+    "Wait",
+    "check_batch_start",
+    "new_session_values",
+    "open_recorder",
+]
+
+T = TypeVar("T")
+
+AppendOutcome = tuple[str, int, int]
+"""``(incarnation, revision, next_seq)`` after a committed append."""
+
+Wait = Callable[[float], Any]
+"""``await wait(poll_interval)``: returns when the followed session may have new events."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendBatch:
+    """One append, ready for the database: rows of contiguous events of one session.
+
+    ``rows`` are ``session_events`` rows as dicts (see `codec.event_row`); ``header`` is the
+    ``sessions`` row of a pending (created, never appended) session, or None; ``now`` is the
+    store clock's time for ``updated_at``.
+    """
+
+    session_id: str
+    rows: Sequence[dict[str, Any]]
+    header: dict[str, Any] | None
+    now: int
+
+    @property
+    def first_seq(self) -> int:
+        return int(self.rows[0]["seq"])
+
+
+def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
+    """A batch must start exactly at the stored next seq."""
+    if first_seq != next_seq:
+        raise SeqConflictError(session_id, first_seq, next_seq)
+
+
+def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
+    """The ``sessions`` row that materialises a session: a fresh incarnation, revision 0."""
+    return {
+        **header,
+        "incarnation": str(uuid.uuid4()),
+        "revision": 0,
+        "next_seq": 0,
+        "updated_at": now,
+    }
+
+
+def after_append(
+    next_seq: int, revision: int, count: int, now: int, session_id: str
+) -> dict[str, Any]:
+    """Parameters of the ``sessions`` update that ends an append of ``count`` events."""
+    return {
+        "b_next_seq": next_seq + count,
+        "b_revision": revision + 1,
+        "b_updated_at": now,
+        "b_id": session_id,
+    }
+
+
+class Recorder(Protocol):
+    """What `SessionStore` needs from a backend. One implementation per backend."""
+
+    dialect: str
+
+    async def open(self) -> None:
+        """Connect (threads, pool); the schema is `migrate.prepare_schema`'s business."""
+        ...
+
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        """Append in one all-or-nothing transaction: read the session's state under the write
+        lock, materialise the session row on its first append, check that the batch starts at
+        the stored next seq (`SeqConflictError`), insert, advance next seq and revision."""
+        ...
+
+    async def read(self, op: Callable[..., T], *args: Any) -> T:
+        """Run a read operation of `reads` (``op(rows, *args)``) in one read snapshot."""
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session row (its events cascade). False if there was none."""
+        ...
+
+    def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
+        """A context whose ``wait(poll_interval)`` returns when ``session_id`` may have grown."""
+        ...
+
+    async def run_locked(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(sync SQLAlchemy connection)`` in one transaction under the migration lock."""
+        ...
+
+    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        """Run ``fn(sync SQLAlchemy connection)`` in one transaction (maintenance, tests)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish queued work, then release every connection and thread. Idempotent."""
+        ...
+
+
+def open_recorder(
+    target: StoreURL, *, sqlite: SQLiteOptions, pool_size: int = 5, max_overflow: int = 10
+) -> Recorder:
+    """The recorder for ``target``'s backend (not yet connected)."""
+    if target.dialect == "postgresql":
+        from .postgres import PostgresRecorder
+
+        return PostgresRecorder(target, pool_size=pool_size, max_overflow=max_overflow)
+    from .sqlite import SQLiteRecorder
+
+    return SQLiteRecorder(target, sqlite)
