@@ -1,4 +1,6 @@
-"""The command line (SPEC §11, issue #6): every command against a fixture database.
+"""The command line (issue #6): every command against a fixture database.
+
+See docs/design.md, "Command line".
 
 Most tests run in-process with click's `CliRunner` against a copy of one file SQLite database
 holding the scripted demo session (``demo``) and a `LogBuilder` session (``built``). A few run

@@ -1,4 +1,7 @@
-"""The event envelope, lossless JSON, wire format and the catalog (SPEC §2, §3)."""
+"""The event envelope, lossless JSON, wire format and the catalog.
+
+See docs/format.md, "Events and the envelope" and "The catalog".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The agent loop with a scripted model (SPEC §5, §9): structure, surface, cancellation."""
+"""The agent loop with a scripted model: structure, surface, cancellation.
+
+See docs/design.md, "Agent loop and tools".
+"""
 
 from __future__ import annotations
 

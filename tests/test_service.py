@@ -1,4 +1,7 @@
-"""`SessionService`: write-behind persistence at checkpoints, resume, ownership (SPEC §9)."""
+"""`SessionService`: write-behind persistence at checkpoints, resume, ownership.
+
+See docs/design.md, "Write-behind service".
+"""
 
 from __future__ import annotations
 

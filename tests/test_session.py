@@ -1,4 +1,7 @@
-"""The live `Session` (SPEC §9): seq/time assignment, validation, incremental projections."""
+"""The live `Session`: seq/time assignment, validation, incremental projections.
+
+See docs/design.md, "Live sessions".
+"""
 
 from __future__ import annotations
 

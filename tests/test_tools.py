@@ -1,4 +1,7 @@
-"""The tool registry and the ``todo_write`` tool (SPEC §6), exercised through the registry."""
+"""The tool registry and the ``todo_write`` tool, exercised through the registry.
+
+See docs/format.md, "The todo_write tool".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Store projections, crash repair, corruption and fork (SPEC §4, §6, §8), on every backend."""
+"""Store projections, crash repair, corruption and fork, on every backend.
+
+See docs/design.md, "Projections" and "Crash repair".
+"""
 
 from __future__ import annotations
 

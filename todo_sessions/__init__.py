@@ -1,7 +1,7 @@
 """todo_sessions: the append-only session log of an AI coding-agent harness.
 
 Everything a session does is stored as typed events; projections rebuild the todo list and
-the model's message history from them. See README.md and SPEC.md.
+the model's message history from them. See README.md and docs/.
 """
 
 from typing import TYPE_CHECKING, Any

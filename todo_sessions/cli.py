@@ -1,4 +1,4 @@
-"""``todo-sessions``: a thin command line over the library (SPEC §11).
+"""``todo-sessions``: a thin command line over the library (docs/design.md, "Command line").
 
 Each command parses its options, runs one ``asyncio.run(...)`` and prints. Library errors are
 one line on stderr with exit status 1 (``--debug`` shows the traceback). Listing commands take

@@ -94,7 +94,10 @@ class InvalidEventError(TodoSessionsError, ValueError):
 
 
 class StructureError(TodoSessionsError):
-    """Strict mode: an append would break the turn/step structure (SPEC §5)."""
+    """Strict mode: an append would break the turn/step structure.
+
+    See docs/format.md, "Turns and steps".
+    """
 
     def __init__(self, message: str, *, seq: int | None = None, rule: str | None = None) -> None:
         self.seq = seq

@@ -1,4 +1,4 @@
-"""`Session`: a live, in-memory session log bound to a header (SPEC §9).
+"""`Session`: a live, in-memory session log bound to a header (docs/design.md, "Live sessions").
 
 ``append`` assigns seq and time, validates (payload, surface rules, and in strict mode the
 turn/step structure), commits to memory, then notifies subscribers. A failing subscriber is

@@ -1,4 +1,6 @@
-"""Session events as ACP ``session/update`` payloads (SPEC §10), checked against golden JSON.
+"""Session events as ACP ``session/update`` payloads, checked against golden JSON.
+
+See docs/design.md, "ACP bridge".
 
 Goldens live in ``tests/acp_bridge/golden``; regenerate them with
 ``UPDATE_GOLDEN=1 pytest tests/acp_bridge`` and review the diff.

@@ -1,4 +1,4 @@
-"""Closers of an interrupted turn (SPEC §8)."""
+"""Closers of an interrupted turn (docs/design.md, "Crash repair")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Turn and step structure (SPEC §5)."""
+"""Turn and step structure (docs/format.md, "Turns and steps")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The surface fold and `derive_messages` (SPEC §4)."""
+"""The surface fold and `derive_messages` (docs/format.md, "Surface rules")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Todo projections and rendering (SPEC §6)."""
+"""Todo projections and rendering (docs/format.md, "Todos")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Agent Client Protocol bridge (SPEC §10): event → ``session/update`` mapping and the agent.
+"""Agent Client Protocol bridge: event → ``session/update`` mapping and the agent.
+
+See docs/design.md, "ACP bridge".
 
 Every SDK type is imported in `todo_sessions.acp._sdk` only.
 """

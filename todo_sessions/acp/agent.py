@@ -1,4 +1,6 @@
-"""An ACP agent on top of `SessionService` (SPEC §10), and ``serve`` to run it over stdio.
+"""An ACP agent on top of `SessionService`, and ``serve`` to run it over stdio.
+
+See docs/design.md, "ACP bridge".
 
 - ``initialize`` advertises ``loadSession: true``.
 - ``new_session`` starts a live session; ``prompt`` runs one turn through `AgentLoop` and

@@ -1,4 +1,6 @@
-"""Session events as ACP ``session/update`` notifications (SPEC §10). Pure: no I/O, no asyncio.
+"""Session events as ACP ``session/update`` notifications. Pure: no I/O, no asyncio.
+
+See docs/design.md, "ACP bridge".
 
 - `todos_to_plan`: a todo list as a ``plan`` update (the client replaces its whole plan).
 - `event_to_updates`: the updates one event shows a client, live or on replay.

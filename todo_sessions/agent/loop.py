@@ -1,4 +1,6 @@
-"""`AgentLoop`: one user request through the model and the tools, recorded as events (SPEC §5).
+"""`AgentLoop`: one user request through the model and the tools, recorded as events.
+
+See docs/design.md, "Agent loop and tools", and docs/format.md, "Turns and steps".
 
 A turn is ``turn/start``, the ``user/message``, then steps: ``step/start``, the model's
 ``assistant/chunk`` stream and its ``assistant/message`` (citing the chunks), then for each tool

@@ -1,4 +1,4 @@
-"""Content blocks and messages, the part of the log the model sees (SPEC §3).
+"""Content blocks and messages, the part of the log the model sees (docs/format.md, "The catalog").
 
 Blocks and messages are tagged unions with a literal discriminator (``type`` for blocks,
 ``role`` for messages). A block of a type this version does not know is kept verbatim as an

@@ -1,4 +1,6 @@
-"""Crash repair (SPEC §8): the events that close a turn left open when a process died.
+"""Crash repair: the events that close a turn left open when a process died.
+
+See docs/design.md, "Crash repair".
 
 For a log whose last turn is open, `interrupted_turn_closers` returns, in order:
 
@@ -88,7 +90,7 @@ def _closing_result(call: OpenCall, *, session_id: str, seq: int, time: int) -> 
 def interrupted_turn_closers(
     events: Sequence[SessionEvent], *, session_id: str
 ) -> list[SessionEvent]:
-    """The events that close the log's open last turn (SPEC §8); ``[]`` if no turn is open.
+    """The events that close the log's open last turn; ``[]`` if no turn is open.
 
     Works on logs written without strict mode too (the turn/step state is read leniently); the
     closers pass `validate_event` and `check_structure` when the log itself is well structured.

@@ -1,4 +1,6 @@
-"""Turn and step structure (SPEC §5): an incremental checker and `check_structure`.
+"""Turn and step structure: an incremental checker and `check_structure`.
+
+See docs/format.md, "Turns and steps".
 
 Rules (each violation raises `StructureError` with a short ``rule`` slug and the ``seq``):
 
@@ -150,7 +152,7 @@ class StructureChecker:
     # -- checking -------------------------------------------------------------------------------
 
     def check(self, event: SessionEvent) -> None:
-        """Raise `StructureError` if appending ``event`` next would break a §5 rule."""
+        """Raise `StructureError` if appending ``event`` next would break a structure rule."""
         if event.seq != self.next_seq:
             self._fail(
                 event,
@@ -341,7 +343,8 @@ class StructureChecker:
 
 
 def check_structure(events: Iterable[SessionEvent]) -> None:
-    """Check a whole log against SPEC §5; raise `StructureError` at the first violation."""
+    """Check a whole log against the structure rules; raise `StructureError` at the first
+    violation."""
     checker = StructureChecker()
     for event in events:
         checker.apply(event)

@@ -1,4 +1,6 @@
-"""The surface (SPEC §4): which events the model sees, in order, and the derived message list.
+"""The surface: which events the model sees, in order, and the derived message list.
+
+See docs/format.md, "Surface rules".
 
 Surface events carry a ``surfaceOp``. ``"append"`` puts the event at the end of the surface;
 ``{"op": "replace", "start": a, "end": b}`` removes the span ``a..b`` (seqs of nodes currently on
@@ -158,7 +160,7 @@ class MessageSnapshot(Sequence[Message]):
 class SurfaceState:
     """The surface folded so far; `apply` one event at a time.
 
-    `apply` checks the SPEC §4 rules that need the surface (replace endpoints and citations,
+    `apply` checks the surface rules that need the surface (replace endpoints and citations,
     eligibility) and raises `InvalidEventError` without changing anything when they fail. Each
     node's message is built once, when it is applied; appends cost O(1), a replace rebuilds the
     ordered lists (O(surface)).
@@ -286,7 +288,7 @@ class SurfaceState:
 
 
 def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:
-    """The ordered surface seqs of a log and the replacements applied (SPEC §4)."""
+    """The ordered surface seqs of a log and the replacements applied."""
     state = SurfaceState(build_messages=False)
     for event in events:
         state.apply(event)

@@ -1,4 +1,6 @@
-"""The todo list: items, the rules a stored ``todo/write`` must satisfy, projections (SPEC §6).
+"""The todo list: items, the rules a stored ``todo/write`` must satisfy, projections.
+
+See docs/format.md, "Todos".
 
 `current_todos` and `standing_plan` scan the log from its end, so they cost as much as the
 distance back to the latest ``todo/write`` (or ``turn/start``), not the whole log.
@@ -66,7 +68,7 @@ def todo_list_problem(todos: Any) -> str | None:
 
 
 def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
-    """The items of a ``todo/write`` payload, checked as on read (SPEC §6).
+    """The items of a ``todo/write`` payload, checked as on read.
 
     Raises `InvalidEventError` (field ``data.todos``; ``seq`` when given) if the payload breaks
     a durable rule. Content is returned as stored (the tool stores it trimmed).

@@ -1,8 +1,8 @@
 """Integrity checks over a whole log, reporting every problem found (for ``verify``).
 
 Unlike `check_structure`, which stops at the first violation, `verify_events` keeps going and
-returns all problems: contiguous seqs, valid payloads, the turn/step rules of SPEC §5, the
-surface rules of §4, and every tool call answered once its turn is closed.
+returns all problems: contiguous seqs, valid payloads, the turn/step rules and the
+surface rules of docs/format.md, and every tool call answered once its turn is closed.
 """
 
 from __future__ import annotations

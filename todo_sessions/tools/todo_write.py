@@ -1,6 +1,8 @@
-"""The ``todo_write`` tool (SPEC §6): the model replaces the session's todo list.
+"""The ``todo_write`` tool: the model replaces the session's todo list.
 
-Validation runs in the order of §6 and every failure is an ``is_error`` result that appends
+See docs/format.md, "The todo_write tool".
+
+Validation runs in the documented order and every failure is an ``is_error`` result that appends
 nothing: schema violations; empty content after trimming; duplicate content after trimming;
 more than one ``in_progress`` (unless ``allow_parallel_in_progress``); no owning session.
 On success one ``todo/write`` event with the trimmed list is appended to the calling
@@ -84,7 +86,7 @@ for what must happen first.
 
 
 def todo_write_description(*, allow_parallel_in_progress: bool = False) -> str:
-    """The tool description shown to the model (SPEC §6)."""
+    """The tool description shown to the model."""
     rule = _PARALLEL_RULE if allow_parallel_in_progress else _SERIAL_RULE
     return _DESCRIPTION_HEAD + rule + _DESCRIPTION_TAIL
 
@@ -106,7 +108,7 @@ class TodoWriteTool:
         return {"title": "Update todo list", "kind": "other", "raw_input": args.get("todos")}
 
     def _check(self, args: Any) -> list[dict[str, str]] | str:
-        """The trimmed list, or the error text of the first failed check (SPEC §6 order)."""
+        """The trimmed list, or the error text of the first failed check (checks in order)."""
         problem = schema_problem(_VALIDATOR, args)
         if problem is not None:
             return f"invalid arguments for tool {self.name}: {problem}"
