@@ -130,10 +130,32 @@ async def mixed(url: str, name: str, tasks: int, seconds: float) -> dict[str, ob
     return {"name": name, "own": own, "won": won, "conflicts": conflicts}
 
 
+async def acks(url: str, name: str, tasks: int) -> dict[str, object]:
+    """Append single events from ``tasks`` tasks (one session each) until killed, printing one
+    JSON line per acknowledged append as soon as the store returns (for the SIGKILL test)."""
+    async with SessionStore(url) as store:
+        for i in range(tasks):
+            await store.create(header(f"{name}-{i}"))
+
+        async def run(session: str) -> None:
+            for seq in range(100_000):
+                data = {"by": session, "seq": seq, "pad": "x" * 200}
+                await store.append(session, [SessionEvent("request/context", seq, T0, data)])
+                print(json.dumps({"session": session, "next_seq": seq + 1}), flush=True)
+
+        await asyncio.wait_for(
+            asyncio.gather(*(run(f"{name}-{i}") for i in range(tasks))), timeout=120
+        )
+    return {"name": name}
+
+
 def main() -> None:
     mode, url, name, go = sys.argv[1:5]
     rest = sys.argv[5:]
     wait_for(Path(go))
+    if mode == "acks":
+        asyncio.run(acks(url, name, int(rest[0])))
+        return
     if mode == "open":
         result = asyncio.run(open_fresh(url, name))
     elif mode == "race":
