@@ -1,9 +1,10 @@
 """JSONL export and import of one session.
 
 Line 1 is a header object ``{"kind": "todo-sessions/session", "formatVersion": 0, "header":
-{...}}``; every further line is one event in the wire JSON of SPEC §2. Export streams (constant
-memory for any session size). Import validates every line before writing anything, then
-writes the session in one transaction; export → import → export is byte-identical.
+{...}}``; every further line is one event in its wire JSON (docs/format.md, "JSONL files").
+Export streams (constant memory for any session size). Import validates every line before
+writing anything, then writes the session in one transaction; export → import → export is
+byte-identical.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`SessionService`: live sessions backed by a store, persisted write-behind (SPEC §9).
+"""`SessionService`: live sessions backed by a store, persisted write-behind.
+
+See docs/design.md, "Write-behind service".
 
 Events are appended to the in-memory `Session` at once and written to the store in batches at
 checkpoints: before each model call, after a ``tool/call`` and before the tool runs, at

@@ -1,4 +1,6 @@
-"""The tables, defined once (SPEC §7). Only alembic migrations create them.
+"""The tables, defined once. Only alembic migrations create them.
+
+See docs/design.md, "Schema and migrations".
 
 Every constraint and index is named through ``naming_convention`` so alembic batch mode works
 on SQLite. The append-only triggers live in the migrations (they are DDL alembic does not

@@ -1,4 +1,4 @@
-"""The one place where driver exceptions become todo_sessions errors (SPEC §13).
+"""The one place where driver exceptions become todo_sessions errors (docs/design.md, Errors).
 
 Most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; everything
 else from the database → `StoreError`. The original exception is always chained.
