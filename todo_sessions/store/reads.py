@@ -2,21 +2,18 @@
 
 A read operation (``read_events``, ``latest_todos``, ``surface_events``, ``list_sessions``, ...)
 takes a `Rows` and does its queries and decoding synchronously, inside one read transaction
-that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection
-(`SQLiteRows`), on PostgreSQL on the asyncpg connection (`AsyncpgRows`). Both run the same
-SQLAlchemy Core statements (`STATEMENTS`), compiled once per driver.
+that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection, on
+PostgreSQL on the asyncpg connection. Both run the same SQLAlchemy Core statements
+(`STATEMENTS`), compiled once per driver (`compile_reads`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
-from sqlalchemy.engine import Connection
 
 from ..core.envelope import SessionEvent
 from ..core.jsonvalue import decode_json
@@ -28,9 +25,9 @@ from .schema import session_events, sessions
 
 __all__ = [
     "STATEMENTS",
-    "AsyncpgRows",
+    "CompiledRead",
     "Rows",
-    "SQLiteRows",
+    "compile_reads",
     "count_of_type",
     "find_session",
     "latest_todos",
@@ -91,64 +88,37 @@ STATEMENTS: dict[str, Any] = {
 }
 """The read statements, by name."""
 
-_SQLITE = sqlite_dialect.dialect(paramstyle="qmark")
-_COMPILED = {name: compile_positional(stmt, _SQLITE) for name, stmt in STATEMENTS.items()}
-_PG = asyncpg_dialect.dialect()
-_PG_COMPILED = {name: compile_positional(stmt, _PG) for name, stmt in STATEMENTS.items()}
-_DEFAULTS = {
-    name: {k: v for k, v in stmt.compile(dialect=_SQLITE).params.items() if v is not None}
-    for name, stmt in STATEMENTS.items()
-}
-"""Values of literal binds such as ``LIMIT 1``, which the caller does not pass."""
-_PG_DEFAULTS = {
-    name: {k: v for k, v in stmt.compile(dialect=_PG).params.items() if v is not None}
-    for name, stmt in STATEMENTS.items()
-}
+
+@dataclass(frozen=True, slots=True)
+class CompiledRead:
+    """One read statement compiled for a positional driver."""
+
+    sql: str
+    names: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    """Values of literal binds such as ``LIMIT 1``, which the caller does not pass."""
+
+    def args(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        values = {**self.defaults, **params}
+        return tuple(values[name] for name in self.names)
+
+
+def compile_reads(dialect: Any) -> dict[str, CompiledRead]:
+    """`STATEMENTS` compiled once for a driver (each backend module does this at import)."""
+    compiled = {}
+    for name, statement in STATEMENTS.items():
+        sql, names = compile_positional(statement, dialect)
+        params = statement.compile(dialect=dialect).params
+        defaults = {k: v for k, v in params.items() if v is not None}
+        compiled[name] = CompiledRead(sql, names, defaults)
+    return compiled
 
 
 class Rows(Protocol):
-    """Runs a named statement of `STATEMENTS` and returns its rows as tuples."""
+    """Runs a named statement of `STATEMENTS` and returns its rows as tuples. Each backend
+    module has one (``SQLiteRows``, ``AsyncpgRows``)."""
 
     def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
-
-
-class SQLiteRows:
-    """`Rows` on a plain sqlite3 connection (the statements compiled to SQLite text)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        sql, order = _COMPILED[name]
-        values = {**_DEFAULTS[name], **params}
-        return self._conn.execute(sql, tuple(values[key] for key in order)).fetchall()
-
-
-class AsyncpgRows:
-    """`Rows` on the asyncpg connection under a SQLAlchemy connection (PostgreSQL).
-
-    The statements are compiled once for asyncpg and run through ``run_async`` (SQLAlchemy's
-    documented way to reach the driver from sync code): asyncpg returns its C-level records
-    directly, without SQLAlchemy's per-row result processing (measured: read_from 100k
-    events 0.74x → 0.9x of plain asyncpg).
-    """
-
-    __slots__ = ("_adapted",)
-
-    def __init__(self, conn: Connection) -> None:
-        self._adapted: Any = conn.connection.dbapi_connection
-
-    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        sql, order = _PG_COMPILED[name]
-        values = {**_PG_DEFAULTS[name], **params}
-        args = [values[key] for key in order]
-        return self._adapted.run_async(lambda driver: driver.fetch(sql, *args))
-
-    def execute(self, sql: str) -> None:
-        """Run a statement without results (transaction control)."""
-        self._adapted.run_async(lambda driver: driver.execute(sql))
 
 
 # -- operations ---------------------------------------------------------------------------------

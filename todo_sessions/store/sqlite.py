@@ -34,7 +34,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -46,7 +46,7 @@ from sqlalchemy.pool import StaticPool
 from ..errors import SessionNotFoundError
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
 from .queries import compile_append, compile_positional, delete_session
-from .reads import SQLiteRows
+from .reads import compile_reads
 from .recorder import (
     AppendBatch,
     AppendOutcome,
@@ -67,7 +67,21 @@ THREADS = 1 + READERS
 
 _SQL = compile_append(sqlite_dialect.dialect(paramstyle="qmark"))
 _DELETE = compile_positional(delete_session, sqlite_dialect.dialect(paramstyle="qmark"))[0]
+_READS = compile_reads(sqlite_dialect.dialect(paramstyle="qmark"))
 _WRITE_OPTION = "todo_sessions_write"
+
+
+class SQLiteRows:
+    """`reads.Rows` on a plain sqlite3 connection."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> list[Any]:
+        read = _READS[name]
+        return self._conn.execute(read.sql, read.args(params)).fetchall()
 
 
 def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connection:
