@@ -244,9 +244,15 @@ class SessionStore:
             try:
                 incarnation, revision, _ = await recorder.append(prepared)
             except Exception as exc:
+                # The seq was checked against the next seq read under the write lock, so a
+                # row already at one of the batch's seqs lies past the session's stored end:
+                # it was put there outside todo_sessions.
                 if is_unique_violation(exc):
-                    raise SeqConflictError(
-                        session_id, first, None, detail="which a concurrent writer stored first"
+                    raise CorruptSessionError(
+                        session_id,
+                        first,
+                        f"a stored row at seq {first} or later lies past the session's stored "
+                        "end; it was written outside todo_sessions (run `todo-sessions verify`)",
                     ) from exc
                 raise
         if pending is not None:
