@@ -32,7 +32,7 @@ from .errors import (
     SessionExistsError,
     TodoSessionsError,
 )
-from .integrity import verify_all, verify_session
+from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.migrate import migrate as run_migrate
@@ -392,31 +392,42 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
     """Check one session (or all): seqs, rows, payloads, structure, surface, answered calls.
     Changes nothing; exits 1 when anything is wrong."""
 
-    async def work(store: SessionStore) -> dict[str, list[Problem]]:
+    async def work(store: SessionStore) -> VerifyReport:
         if session_id is not None:
-            return {session_id: await verify_session(store, session_id)}
+            return VerifyReport(sessions={session_id: await verify_session(store, session_id)})
         return await verify_all(store)
 
     report = ctx.run(work)
-    bad = {sid: problems for sid, problems in report.items() if problems}
+    bad = {sid: problems for sid, problems in report.sessions.items() if problems}
     if as_json:
         echo_json(
             {
-                sid: [{"seq": p.seq, "kind": p.kind, "message": p.message} for p in ps]
-                for sid, ps in report.items()
+                "database": [_problem_json(p) for p in report.database],
+                "sessions": {
+                    sid: [_problem_json(p) for p in ps] for sid, ps in report.sessions.items()
+                },
             }
         )
     else:
-        for sid, problems in report.items():
+        for p in report.database:
+            ctx.out.print(f"[red]✗ database[/]: {escape(str(p))}", markup=True)
+        for sid, problems in report.sessions.items():
             if problems:
                 ctx.out.print(f"[red]✗ {escape(sid)}[/]: {len(problems)} problem(s)", markup=True)
                 for p in problems:
                     ctx.out.print(f"    {p}")
             else:
                 ctx.out.print(f"[green]✓ {escape(sid)}[/]", markup=True)
-        ctx.out.print(f"{len(report)} session(s) checked, {len(bad)} with problems")
-    if bad:
+        checked = f"{len(report.sessions)} session(s) checked, {len(bad)} with problems"
+        if session_id is None:
+            checked += f"; database check: {len(report.database) or 'no'} problem(s)"
+        ctx.out.print(checked)
+    if not report.ok:
         sys.exit(1)
+
+
+def _problem_json(problem: Problem) -> dict[str, Any]:
+    return {"seq": problem.seq, "kind": problem.kind, "message": problem.message}
 
 
 @main.command("fork")

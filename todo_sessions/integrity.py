@@ -1,20 +1,38 @@
-"""Integrity checks of stored sessions (``todo-sessions verify``).
+"""Integrity checks of a database and its sessions (``todo-sessions verify``).
 
-`verify_session` reads a session and reports every problem: rows the store refuses to decode
-(reading on past each one, so one bad row does not hide the rest), then the checks of
-`todo_sessions.core.verify.verify_events` on what could be read. It changes nothing.
+`verify_all` runs the database engine's own check first (SQLite's ``PRAGMA
+integrity_check``), then enumerates sessions from the sessions table *and* from the event
+rows themselves (so neither a damaged index nor a missing session row hides a session), and
+checks each with `verify_session`: rows the store refuses to decode (reading on past each one,
+so one bad row does not hide the rest), rows past the stored end, then the checks of
+`todo_sessions.core.verify.verify_events` on what could be read (seqs, payloads, structure,
+surface, answered calls, an interrupted last turn). It changes nothing.
 """
 
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import dataclass, field
 
 from .core.envelope import SessionEvent
+from .core.repair import interrupted_turn_closers
 from .core.verify import Problem, verify_events
-from .errors import CorruptSessionError, FormatUnsupportedError
+from .errors import CorruptSessionError, FormatUnsupportedError, SessionNotFoundError
 from .store.store import SessionStore
 
-__all__ = ["verify_all", "verify_session"]
+__all__ = ["VerifyReport", "verify_all", "verify_session"]
+
+
+@dataclass
+class VerifyReport:
+    """What `verify_all` found: problems of the database as a whole, and of each session."""
+
+    database: list[Problem] = field(default_factory=list)
+    sessions: dict[str, list[Problem]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.database and not any(self.sessions.values())
 
 
 async def _read_damaged(
@@ -58,16 +76,58 @@ async def _read_damaged(
 async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     """Every problem of one stored session (empty: healthy)."""
     events, unreadable = await _read_damaged(store, session_id)
+    if any(p.seq is None and p.kind == "format" for p in unreadable):
+        return unreadable
+    past_end = await store.seqs_past_end(session_id)
+    problems = list(unreadable)
+    if past_end:
+        shown = ", ".join(map(str, past_end[:10])) + (" …" if len(past_end) > 10 else "")
+        problems.append(
+            Problem(
+                past_end[0],
+                "past-end",
+                f"{len(past_end)}{'+' if len(past_end) >= 100 else ''} row(s) lie past the "
+                f"session's stored end (seq {shown}); they were written outside todo_sessions "
+                "and block appends there",
+            )
+        )
     bad = {p.seq for p in unreadable if p.seq is not None}
-    return unreadable + verify_events(events, unreadable=bad)
+    problems += verify_events(events, unreadable=bad)
+    if not problems and interrupted_turn_closers(events, session_id=session_id):
+        problems.append(
+            Problem(
+                events[-1].seq,
+                "interrupted",
+                "the last turn is still open: the session was interrupted (or is being written "
+                "right now); `load` (or resuming it) closes the turn",
+            )
+        )
+    return problems
 
 
-async def verify_all(store: SessionStore, *, page_size: int = 500) -> dict[str, list[Problem]]:
-    """`verify_session` for every session, newest first."""
-    report: dict[str, list[Problem]] = {}
-    before = None
-    while page := await store.list(limit=page_size, before=before):
-        for summary in page:
-            report[summary.id] = await verify_session(store, summary.id)
-        before = page[-1]
+async def verify_all(store: SessionStore) -> VerifyReport:
+    """The database engine's own check, then `verify_session` for every session, in id order
+    (found in the sessions table or in the event rows)."""
+    report = VerifyReport()
+    report.database = [Problem(None, "database", line) for line in await store.check_database()]
+    ids = [sid async for sid in store.session_ids()]
+    known = set(ids)
+    orphans = [sid async for sid in store.session_ids(source="events") if sid not in known]
+    for session_id in sorted(known | set(orphans)):
+        if session_id in orphans:
+            report.sessions[session_id] = [
+                Problem(
+                    None,
+                    "orphan",
+                    "event rows exist for this id, but its session row is missing (or hidden "
+                    "by a damaged index)",
+                )
+            ]
+            continue
+        try:
+            report.sessions[session_id] = await verify_session(store, session_id)
+        except SessionNotFoundError:  # listed, but the row cannot be found by its key
+            report.sessions[session_id] = [
+                Problem(None, "corrupt", "the session row is listed but cannot be read by id")
+            ]
     return report

@@ -23,9 +23,11 @@ __all__ = ["Problem", "verify_events"]
 class Problem:
     seq: int | None
     kind: str
-    """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered``; from the store's read
-    path (in the CLI) also ``corrupt`` (a row that cannot be decoded, a missing seq, an invalid
-    stored todo list) and ``format`` (an unknown, non-ignorable event type)."""
+    """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered``; from the store
+    (`todo_sessions.integrity`) also ``corrupt`` (a row that cannot be decoded, a missing seq,
+    an invalid stored todo list), ``format`` (an unknown, non-ignorable event type),
+    ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
+    ``orphan`` (events without a session row) and ``database`` (the database's own check)."""
     message: str
 
     def __str__(self) -> str:

@@ -153,6 +153,11 @@ class PostgresRecorder:
         finally:
             listener.remove(session_id, wake)
 
+    async def check_integrity(self) -> list[str]:
+        """PostgreSQL checks its own pages (data checksums, when the cluster enables them) as
+        it reads them; a damaged page fails the reads that touch it. Nothing more to run."""
+        return []
+
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         return await run_locked_on(self._the_engine(), fn)
 

@@ -35,6 +35,8 @@ __all__ = [
     "read_events",
     "read_session",
     "read_store_id",
+    "seqs_past_end",
+    "session_ids",
     "surface_events",
 ]
 
@@ -85,6 +87,19 @@ STATEMENTS: dict[str, Any] = {
     "summaries": select_summaries(before=False),
     "summaries_before": select_summaries(before=True),
     "store_id": select_store_id,
+    "ids_of_sessions": select(se.id)
+    .where(se.id > bindparam("after"))
+    .order_by(se.id)
+    .limit(bindparam("limit")),
+    "ids_of_events": select(ev.session_id)
+    .where(ev.session_id > bindparam("after"))
+    .group_by(ev.session_id)
+    .order_by(ev.session_id)
+    .limit(bindparam("limit")),
+    "past_end": select(ev.seq)
+    .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
+    .order_by(ev.seq)
+    .limit(bindparam("limit")),
 }
 """The read statements, by name."""
 
@@ -171,6 +186,22 @@ def list_sessions(rows: Rows, limit: int, before: tuple[int, str] | None) -> lis
     return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in found]
 
 
+def session_ids(rows: Rows, table: str, after: str, limit: int) -> list[str]:
+    """One page of session ids after ``after``, from the ``sessions`` table or (``table ==
+    "events"``) from the events themselves."""
+    name = "ids_of_events" if table == "events" else "ids_of_sessions"
+    return [row[0] for row in rows.fetch(name, {"after": after, "limit": limit})]
+
+
+def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:
+    """Seqs of rows at or after the session's stored next seq (none in a healthy log)."""
+    row = read_session(rows, session_id, check_format=False)
+    found = rows.fetch(
+        "past_end", {"session_id": session_id, "from_seq": row["next_seq"], "limit": limit}
+    )
+    return [r[0] for r in found]
+
+
 def read_store_id(rows: Rows) -> str | None:
     """The database's random id (``store_state``), or None when it has none."""
     found = rows.fetch("store_id", {})
@@ -240,7 +271,15 @@ def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
 
 
 WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(
-    {find_session, read_session, list_sessions, read_store_id, latest_todos, count_of_type}
+    {
+        find_session,
+        read_session,
+        list_sessions,
+        read_store_id,
+        latest_todos,
+        count_of_type,
+        session_ids,
+    }
 )
 """Operations that are consistent without a snapshot of their own: one statement, or a second
 statement bounded by the first's immutable prefix (rows below next_seq never change). On

@@ -120,6 +120,10 @@ class Recorder(Protocol):
         """A context whose ``wait(poll_interval)`` returns when ``session_id`` may have grown."""
         ...
 
+    async def check_integrity(self) -> list[str]:
+        """The database engine's own check of its files: each problem it reports (none: [])."""
+        ...
+
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(sync SQLAlchemy connection)`` in one transaction under the migration lock."""
         ...

@@ -313,6 +313,19 @@ def _read_on(conn: sqlite3.Connection, op: Callable[..., T], args: tuple[Any, ..
         conn.execute("ROLLBACK")
 
 
+def _integrity_check(conn: sqlite3.Connection) -> list[str]:
+    found = [str(row[0]) for row in conn.execute("PRAGMA integrity_check").fetchall()]
+    problems = [] if found == ["ok"] else found
+    broken: dict[tuple[str, str], int] = {}
+    for table, _rowid, parent, _fk in conn.execute("PRAGMA foreign_key_check").fetchall():
+        broken[(table, parent)] = broken.get((table, parent), 0) + 1
+    problems += [
+        f"{count} row(s) of {table} refer to a missing row of {parent}"
+        for (table, parent), count in broken.items()
+    ]
+    return problems
+
+
 def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -422,6 +435,11 @@ class SQLiteRecorder:
             await asyncio.sleep(interval)
 
         yield poll
+
+    async def check_integrity(self) -> list[str]:
+        """``PRAGMA integrity_check`` (every page, index entry and constraint) and ``PRAGMA
+        foreign_key_check`` (events whose session row is gone)."""
+        return await self._the_writer().call(_integrity_check)
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         writer = self._the_writer()

@@ -515,6 +515,39 @@ class SessionStore:
                 if len(page) < size:
                     await wait(poll_interval)
 
+    # -- integrity --------------------------------------------------------------------------
+
+    async def check_database(self) -> list[str]:
+        """The database engine's own integrity check (SQLite: ``PRAGMA integrity_check``):
+        each problem it reports, or ``[]`` when it finds none. Changes nothing."""
+        recorder = await self._ready()
+        with translate_errors("checking the database"):
+            return await recorder.check_integrity()
+
+    async def session_ids(
+        self, *, source: Literal["sessions", "events"] = "sessions", page_size: int = 1000
+    ) -> AsyncIterator[str]:
+        """Every stored session id in id order, paged. ``source="events"`` reads the ids from
+        the event rows themselves: it also finds events whose session row is missing."""
+        after = ""
+        while True:
+            page = await self._read(
+                "listing session ids", reads.session_ids, source, after, page_size
+            )
+            for session_id in page:
+                yield session_id
+            if len(page) < page_size:
+                return
+            after = page[-1]
+
+    async def seqs_past_end(self, session_id: str, *, limit: int = 100) -> list[int]:
+        """Seqs of event rows at or after the session's stored next seq (at most ``limit``).
+        A healthy log has none: such rows were written outside todo_sessions."""
+        check_session_id(session_id)
+        return await self._read(
+            f"reading session {session_id!r}", reads.seqs_past_end, session_id, limit
+        )
+
     # -- escape hatch for tests and tools -----------------------------------------------------
 
     async def _run_sync(self, fn: Callable[[Connection], T], *, write: bool = False) -> T:

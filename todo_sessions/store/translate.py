@@ -74,6 +74,11 @@ def translate_errors(what: str) -> Iterator[None]:
         raise
     except (sa_exc.SQLAlchemyError, sqlite3.Error, OSError) as exc:
         raise translated(exc, what=what) from exc
+    except UnicodeDecodeError as exc:  # SQLite text that is not UTF-8: a damaged file
+        raise StoreError(
+            f"{what}: the database holds text that is not valid UTF-8 ({exc.reason} at byte "
+            f"{exc.start}); the file is damaged: run `todo-sessions verify`"
+        ) from exc
     except Exception as exc:
         if type(exc).__module__.startswith("asyncpg"):
             raise translated(exc, what=what) from exc
