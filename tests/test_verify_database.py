@@ -66,9 +66,9 @@ async def test_events_without_a_session_row_are_found(tmp_path: Path) -> None:
     result = await verify(f"sqlite:///{path}", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    assert report["sessions"]["kept"] == []
-    assert [p["kind"] for p in report["sessions"]["lost"]] == ["orphan"]
-    assert report["database"] == [
+    assert report["kept"] == []
+    assert [p["kind"] for p in report["lost"]] == ["orphan"]
+    assert report[""] == [
         {
             "seq": None,
             "kind": "database",
@@ -102,9 +102,9 @@ async def test_a_damaged_index_is_reported_and_hides_no_session(tmp_path: Path) 
     result = await verify(f"sqlite:///{path}", "--json")
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
-    assert report["database"], report
-    assert all(p["kind"] == "database" for p in report["database"])
-    assert set(report["sessions"]) == {"a", "b", "c"}  # found through the sessions' own keys
+    assert report[""], report  # the database as a whole
+    assert all(p["kind"] == "database" for p in report[""])
+    assert set(report) == {"", "a", "b", "c"}  # found through the sessions' own keys
     plain = await verify(f"sqlite:///{path}")
     assert "✗ database" in plain.stdout
 

@@ -400,14 +400,11 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
     report = ctx.run(work)
     bad = {sid: problems for sid, problems in report.sessions.items() if problems}
     if as_json:
-        echo_json(
-            {
-                "database": [_problem_json(p) for p in report.database],
-                "sessions": {
-                    sid: [_problem_json(p) for p in ps] for sid, ps in report.sessions.items()
-                },
-            }
-        )
+        # {session id: [problems]}; problems of the database as a whole, when there are
+        # any, under the empty key (no session id is empty).
+        found = {"": report.database} if report.database else {}
+        found.update(report.sessions)
+        echo_json({sid: [_problem_json(p) for p in ps] for sid, ps in found.items()})
     else:
         for p in report.database:
             ctx.out.print(f"[red]✗ database[/]: {escape(str(p))}", markup=True)
