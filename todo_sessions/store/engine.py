@@ -35,6 +35,8 @@ class SQLiteOptions:
     journal_mode: str = "WAL"
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
     busy_timeout_ms: int = 5000
+    read_only: bool = False
+    """Open the file with ``mode=ro``: reads work on a file (or directory) we cannot write."""
 
     def __post_init__(self) -> None:
         if self.synchronous not in ("FULL", "NORMAL"):
@@ -101,7 +103,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
 def sqlite_pragmas(options: SQLiteOptions, *, memory: bool) -> list[str]:
     """The statements that configure one SQLite connection, busy timeout first."""
     pragmas = [f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}"]
-    if not memory:
+    if not memory and not options.read_only:  # a read-only file keeps the mode it has
         pragmas.append(f"PRAGMA journal_mode = {options.journal_mode.upper()}")
     pragmas += [f"PRAGMA synchronous = {options.synchronous}", "PRAGMA foreign_keys = ON"]
     return pragmas

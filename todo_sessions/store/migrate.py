@@ -138,13 +138,19 @@ def schema_revision(connection: Connection) -> str | None:
     return revision
 
 
-async def prepare_schema(recorder: Recorder, *, migrate: bool, url: str) -> str:
+async def prepare_schema(
+    recorder: Recorder, *, migrate: bool, url: str, read_only: bool = False
+) -> str:
     """Check the schema of an open recorder's database, upgrade it if ``migrate`` (else a
     `SchemaError` when it is behind), and return the database's store id."""
     revision = await recorder.run_sync(schema_revision, write=False)
     if revision != head_revision():
+        state = "not migrated" if revision is None else f"at revision {revision!r}"
+        if read_only:
+            raise SchemaError(
+                f"{url} is {state} and open read-only; open it writable once to migrate it"
+            )
         if not migrate:
-            state = "not migrated" if revision is None else f"at revision {revision!r}"
             raise SchemaError(
                 f"{url} is {state}; run `todo-sessions migrate` or open the store with migrate=True"
             )

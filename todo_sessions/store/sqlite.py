@@ -43,7 +43,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
-from ..errors import SessionNotFoundError
+from ..errors import SessionNotFoundError, StoreError
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
 from .queries import compile_append, compile_positional, delete_session
 from .reads import compile_reads
@@ -87,7 +87,12 @@ class SQLiteRows:
 def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connection:
     """A ``sqlite3`` connection with the store's settings and no implicit transactions."""
     timeout = options.busy_timeout_ms / 1000
-    if target.path is not None:
+    if target.path is not None and options.read_only:
+        uri = f"{target.path.as_uri()}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+    elif target.path is not None:
         conn = sqlite3.connect(
             target.path, isolation_level=None, check_same_thread=False, timeout=timeout
         )
@@ -399,8 +404,12 @@ class SQLiteRecorder:
     async def open(self) -> None:
         if self._writer is not None:
             return
-        if self._target.path is not None:
-            ensure_private_file(self._target.path)
+        path = self._target.path
+        if path is not None and self._options.read_only:
+            if not path.is_file():
+                raise StoreError(f"cannot open {path} read-only: there is no such file")
+        elif path is not None:
+            ensure_private_file(path)
         writer = _Writer(self._target, self._options)
         try:
             await writer.call(_noop)  # connect now, so a bad file fails the open

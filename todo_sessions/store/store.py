@@ -16,6 +16,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -35,6 +36,7 @@ from ..errors import (
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
+    StoreError,
     StructureError,
 )
 from . import reads
@@ -68,6 +70,11 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _writable(path: Path) -> bool:
+    """Whether this process may write the SQLite file and create its journal beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
 def _check_upto(upto_seq: int | None) -> None:
     if upto_seq is not None and (type(upto_seq) is not int or upto_seq < 0):
         raise ValueError(f"upto_seq must be a non-negative int, got {upto_seq!r}")
@@ -83,8 +90,11 @@ class SessionStore:
     schema unless ``migrate=False``, in which case an unmigrated database raises `SchemaError`.
 
     SQLite settings: ``journal_mode`` (WAL), ``synchronous`` ("FULL" or "NORMAL"),
-    ``busy_timeout_ms`` (5000). PostgreSQL: ``pool_size``. ``clock`` (Unix epoch ms, default
-    the wall clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
+    ``busy_timeout_ms`` (5000), ``read_only`` (default: read-only exactly when the file
+    exists and this process may not write it or its directory; reads work, appends and
+    deletes raise `StoreError`, an old schema is a `SchemaError`). PostgreSQL: ``pool_size``.
+    ``clock`` (Unix epoch ms, default the wall clock) stamps ``updated_at`` of appends and
+    ``created_at`` of forks.
     """
 
     def __init__(
@@ -99,9 +109,14 @@ class SessionStore:
         pool_size: int = 5,
         page_size: int = 1000,
         clock: Callable[[], int] = wall_clock_ms,
+        read_only: bool | None = None,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
-        self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms)
+        if read_only is None:  # an existing SQLite file we may not write: read it read-only
+            path = self._target.path
+            read_only = path is not None and path.is_file() and not _writable(path)
+        self.read_only = read_only
+        self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
         self.strict = strict
         self._migrate = migrate
         self._pool_size = pool_size
@@ -143,7 +158,9 @@ class SessionStore:
             try:
                 with translate_errors(f"opening {self.url}"):
                     await recorder.open()
-                    store_id = await prepare_schema(recorder, migrate=self._migrate, url=self.url)
+                    store_id = await prepare_schema(
+                        recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
+                    )
             except BaseException:
                 await recorder.close()
                 raise
@@ -178,6 +195,10 @@ class SessionStore:
             if recorder is None:  # closed while opening
                 raise RuntimeError("this SessionStore is closed")
         return recorder
+
+    def _check_writable(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(f"cannot {what}: {self.url} is open read-only")
 
     def _token(self, incarnation: str, revision: int) -> str:
         return revision_token(self._store_id, incarnation, revision)
@@ -217,6 +238,7 @@ class SessionStore:
         Events that already passed `validate_event` are not checked again.
         """
         check_session_id(session_id)
+        self._check_writable(f"append to session {session_id!r}")
         batch = [e if isinstance(e, SessionEvent) else SessionEvent.from_dict(e) for e in events]
         recorder = await self._ready()
         if not batch:
@@ -287,6 +309,7 @@ class SessionStore:
     async def delete(self, session_id: str) -> None:
         """Remove a session and all its events (the only way rows ever leave)."""
         check_session_id(session_id)
+        self._check_writable(f"delete session {session_id!r}")
         recorder = await self._ready()
         pending = self._pending.pop(session_id, None)
         self._checkers.pop(session_id, None)
