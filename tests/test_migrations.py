@@ -12,7 +12,7 @@ from alembic import command
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from todo_sessions import SchemaError, SessionStore, migrate
+from todo_sessions import SchemaError, SessionStore, StoreError, migrate
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,
@@ -133,3 +133,14 @@ def test_alembic_command_line_from_the_checkout(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "cli.db").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("how", ["store", "migrate"])
+async def test_an_unsupported_url_parameter_is_a_store_error(pg_server_url: str, how: str) -> None:
+    url = f"{pg_server_url}?no_such_parameter=1"
+    with pytest.raises(StoreError, match="unsupported URL parameter"):
+        if how == "store":
+            async with SessionStore(url):
+                pass
+        else:
+            await migrate(url)
