@@ -20,11 +20,11 @@ thread of the store.
 
 Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop
 to its thread, and gives no public way to run a whole transaction (or a group of them) as one
-function there. An append is at least four statements (state, insert, update, commit) and a
-grouped commit is many more; measured with ``bench/store_bench.py --stack`` on this kind of
-machine, single-event durable appends through aiosqlite statement by statement ran at about
-half the rate of one function per transaction on a thread of our own. So a store opens at
-most three threads (``THREADS``): one writer and two readers.
+function there. An append is at least five statements (BEGIN, state, insert, update, COMMIT)
+and a grouped commit is many more. Measured with ``python bench/store_bench.py --stack``
+(median of alternating rounds, 2 CPUs): single-event durable appends through aiosqlite
+statement by statement ran at about 0.65x of this module's rate (the store at 1.51-1.55x of
+aiosqlite). So a store opens at most three threads (``THREADS``): one writer and two readers.
 """
 
 from __future__ import annotations
