@@ -1,8 +1,12 @@
-"""The event catalog, format 0 (SPEC §3): one payload model per event type, and the registry.
+"""The event catalog, format 0: one payload model per event type, and the registry.
+
+See docs/format.md, "The catalog".
 
 Embedders add their own types with `register_event_type`. `validate_event` checks an event
-against the registry, the surface rules of SPEC §4 that need no other event, and the durable
-rules of ``todo/write`` (SPEC §6).
+against the registry, the surface rules that need no other event (docs/format.md, "Surface
+rules"), and the durable rules of ``todo/write`` (docs/format.md, "Todos"). Each model is also
+compiled into a fast check (`fastcheck`) when it is registered; the model itself validates
+only payloads the fast check cannot vouch for, so it stays the source of every error.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InvalidEventError
 from .envelope import SessionEvent
+from .fastcheck import Check, compile_check
 from .messages import (
     AssistantMessage,
     ContentBlock,
@@ -161,6 +166,9 @@ class EventType:
 
 
 _REGISTRY: dict[str, EventType] = {}
+_CHECKS: dict[str, Check | None] = {}
+"""Each registered type's fast payload check, compiled from its model when it is registered
+(None: the model validates every payload). See `fastcheck`."""
 EVENT_TYPES: Mapping[str, EventType] = MappingProxyType(_REGISTRY)
 """Read-only view of every registered event type, by name."""
 
@@ -179,7 +187,9 @@ def register_event_type(name: str, model: type[Any], *, surface: bool = False) -
     existing = _REGISTRY.get(name)
     if existing is not None and existing != entry:
         raise ValueError(f"event type {name!r} is already registered with {existing.model!r}")
-    _REGISTRY[name] = entry
+    if existing is None:
+        _CHECKS[name] = compile_check(model)
+        _REGISTRY[name] = entry
     return entry
 
 
@@ -258,7 +268,7 @@ def validate_event(event: SessionEvent) -> None:
         problem = None
         if len(set(seqs)) != len(seqs):
             problem = "must be unique"
-        elif any(s >= event.seq for s in seqs):
+        elif seqs and max(seqs) >= event.seq:
             problem = "must each be smaller than the event's own seq"
         elif not seqs and event.type != "assistant/message":
             problem = "must not be empty (only assistant/message may cite nothing)"
@@ -269,10 +279,16 @@ def validate_event(event: SessionEvent) -> None:
                 seq=event.seq,
                 field="sourceEventSeqs",
             )
+    check = _CHECKS.get(event.type)
     try:
-        entry.model.model_validate(event._data)
-    except ValidationError as exc:
-        raise _payload_error(event, exc) from None
+        valid = check is not None and check(event._data)
+    except Exception:  # e.g. nesting deep enough to exhaust the stack: pydantic decides
+        valid = False
+    if not valid:
+        try:
+            entry.model.model_validate(event._data)
+        except ValidationError as exc:
+            raise _payload_error(event, exc) from None
     if event.type == "todo/write":
         problem = todo_list_problem(event._data.get("todos"))
         if problem:

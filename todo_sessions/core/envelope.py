@@ -1,4 +1,6 @@
-"""The event envelope (SPEC §2): `SessionEvent`, surface ops, wire JSON in and out.
+"""The event envelope: `SessionEvent`, surface ops, wire JSON in and out.
+
+See docs/format.md, "Events and the envelope".
 
 A `SessionEvent` is immutable. Its payload is copied at the boundary and kept as canonical JSON
 text, which is what the store writes and what `SessionEvent.to_json` emits, so a round trip
@@ -12,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+import orjson
+
 from ..errors import InvalidEventError
 from .jsonvalue import (
     LosslessJSONError,
+    canonical_fast,
     canonical_parsed,
-    decode_fast,
     decode_json,
     freeze,
     lossless_copy,
@@ -93,6 +97,8 @@ def _surface_op_wire(op: SurfaceOp | None) -> Any:
 
 
 _set = object.__setattr__
+_type_of = type
+_INT_ONLY = frozenset({int})
 
 
 class _Parsed:
@@ -146,6 +152,7 @@ class SessionEvent:
         source_event_seqs: Sequence[int] | None = None,
         ignorable: bool = False,
     ) -> None:
+        # Every check is written for the common case first: this runs on every append.
         if not isinstance(type, str) or not 1 <= len(type) <= 200 or not type.isprintable():
             _fail(
                 f"event type must be a printable string of 1-200 characters, got {type!r}",
@@ -153,25 +160,29 @@ class SessionEvent:
                 seq=seq,
                 field="type",
             )
-        if not _is_int(seq) or not 0 <= seq <= MAX_INT:
+        if _type_of(seq) is not int or not 0 <= seq <= MAX_INT:
             _fail(
                 f"{_label(type, seq)}: seq must be a non-negative integer, got {seq!r}",
                 event_type=type,
                 seq=None,
                 field="seq",
             )
-        if not _is_int(time) or not -MAX_INT <= time <= MAX_INT:
+        if _type_of(time) is not int or not -MAX_INT <= time <= MAX_INT:
             _fail(
                 f"{_label(type, seq)}: time must be an integer (Unix epoch ms), got {time!r}",
                 event_type=type,
                 seq=seq,
                 field="time",
             )
-        op = parse_surface_op(surface_op, event_type=type, seq=seq)
+        if surface_op is None or _type_of(surface_op) is SurfaceReplace:
+            op: SurfaceOp | None = surface_op
+        else:
+            op = parse_surface_op(surface_op, event_type=type, seq=seq)
         seqs: tuple[int, ...] | None = None
         if source_event_seqs is not None:
-            if isinstance(source_event_seqs, str | bytes | Mapping) or not isinstance(
-                source_event_seqs, Sequence
+            if _type_of(source_event_seqs) is not list and (
+                isinstance(source_event_seqs, str | bytes | Mapping)
+                or not isinstance(source_event_seqs, Sequence)
             ):
                 _fail(
                     f"{_label(type, seq)}: sourceEventSeqs must be a list of integers",
@@ -180,7 +191,9 @@ class SessionEvent:
                     field="sourceEventSeqs",
                 )
             seqs = tuple(source_event_seqs)
-            if not all(_is_int(s) and 0 <= s <= MAX_INT for s in seqs):
+            if seqs and (
+                not set(map(_type_of, seqs)) <= _INT_ONLY or min(seqs) < 0 or max(seqs) > MAX_INT
+            ):
                 _fail(
                     f"{_label(type, seq)}: sourceEventSeqs must hold non-negative integers, "
                     f"got {list(seqs)!r}",
@@ -188,7 +201,7 @@ class SessionEvent:
                     seq=seq,
                     field="sourceEventSeqs",
                 )
-        if ignorable is not True and ignorable is not False:
+        if ignorable is not False and ignorable is not True:
             _fail(
                 f"{_label(type, seq)}: ignorable must be true when present, got {ignorable!r}",
                 event_type=type,
@@ -207,15 +220,15 @@ class SessionEvent:
                 seq=seq,
                 field="data",
             )
-        _set(self, "type", type)
-        _set(self, "seq", seq)
-        _set(self, "time", time)
-        _set(self, "surface_op", op)
-        _set(self, "source_event_seqs", seqs)
-        _set(self, "ignorable", ignorable)
-        _set(self, "_data", copy)
-        _set(self, "_data_json", text)
-        _set(self, "_frozen", None)
+        _set_type(self, type)
+        _set_seq(self, seq)
+        _set_time(self, time)
+        _set_surface_op(self, op)
+        _set_source_event_seqs(self, seqs)
+        _set_ignorable(self, ignorable)
+        _set_data(self, copy)
+        _set_data_json(self, text)
+        _set_frozen(self, None)
 
     @classmethod
     def _trusted(
@@ -442,15 +455,16 @@ _encode_str = json.encoder.encode_basestring  # the C string encoder, as ensure_
 def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
     """The fast path of `SessionEvent.from_json` for lines in our own canonical form.
 
-    It parses without duplicate-key detection and accepts the result only if re-encoding the
-    event gives back exactly the input: that rules out duplicate keys, escapes we would not
-    write, and every other difference. Anything else returns None, and the strict path (which
-    names what is wrong) takes over.
+    It parses with orjson (which refuses NaN, Infinity, 1e999 and lone surrogates, but keeps the
+    last of duplicate keys and turns ints past 64 bits into floats) and accepts the result only
+    if re-encoding the event gives back exactly the input: that rules out duplicate keys,
+    changed numbers, escapes we would not write, and every other difference. Anything else
+    returns None, and the strict path (the stdlib parser, which names what is wrong) takes over.
     """
     if not isinstance(text, str):
         return None
     try:
-        wire = decode_fast(text)
+        wire = _loads(text)
     except (ValueError, RecursionError):
         return None
     if type(wire) is not dict or not wire.keys() <= _WIRE_KEYS:
@@ -486,9 +500,8 @@ def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
         if type(seqs) is not list or not all(type(n) is int and 0 <= n <= MAX_INT for n in seqs):
             return None
         seqs = tuple(seqs)
-    try:
-        data_json = canonical_parsed(data)
-    except LosslessJSONError:
+    data_json = canonical_fast(data)
+    if data_json is None:
         return None
     event = SessionEvent._trusted(
         event_type, seq, time, data, data_json, op, seqs, "ignorable" in wire
@@ -497,3 +510,4 @@ def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
 
 
 _MISSING = object()
+_loads = orjson.loads

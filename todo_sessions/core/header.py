@@ -1,8 +1,12 @@
-"""Per-session metadata kept outside the log (SPEC §1, §7)."""
+"""Per-session metadata kept outside the log.
+
+See docs/format.md, "Session headers".
+"""
 
 from __future__ import annotations
 
 import posixpath
+import re
 import unicodedata
 from typing import Annotated, Any
 
@@ -24,28 +28,25 @@ __all__ = ["SessionHeader", "check_session_id"]
 
 def check_session_id(value: Any) -> str:
     """A session id is a string of 1-200 characters with no control characters (and no lone
-    surrogates, which no database can store). Raises `InvalidEventError` (a ValueError)."""
-    if type(value) is str and value in _GOOD_IDS:
-        return value
-    _check_new_id(value)
-    if len(_GOOD_IDS) >= 4096:  # a small memo: appends check the same few ids again and again
-        _GOOD_IDS.clear()
-    _GOOD_IDS.add(value)
-    return value
+    surrogates, which no database can store). Raises `InvalidEventError` (a ValueError).
 
-
-_GOOD_IDS: set[str] = set()
-
-
-def _check_new_id(value: Any) -> None:
+    Every append and read checks its id, so this is written to be cheap without remembering
+    any: a printable string (the usual id) has neither, and only other strings are searched.
+    """
     if not isinstance(value, str) or not 1 <= len(value) <= 200:
         raise InvalidEventError(
             f"session id must be a string of 1-200 characters, got {value!r}", field="session_id"
         )
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+    if not value.isprintable() and _CONTROL_OR_SURROGATE.search(value) is not None:
         raise InvalidEventError(
             f"session id must not contain control characters: {value!r}", field="session_id"
         )
+    return value
+
+
+_CONTROL_OR_SURROGATE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Exactly the code points of the Unicode categories Cc (controls) and Cs (surrogates): both
+categories are closed by Unicode's stability policy. `str.isprintable` is False for both."""
 
 
 def check_text(value: str) -> str:

@@ -4,20 +4,30 @@ A value is *lossless* when ``json.loads(canonical_json(v)) == v`` holds exactly:
 finite int/float, lists and str-keyed dicts of those. Tuples, sets, bytes, non-str keys, NaN,
 ±Infinity, -0.0, lone surrogates and arbitrary objects are refused, because a round trip through
 the log would hand back something different.
+
+See docs/format.md, "Lossless data" and "Canonical text and byte-exact round trips". The
+canonical text is what ``json.dumps(v, ensure_ascii=False, separators=(",", ":"),
+allow_nan=False)`` writes. orjson produces it for the common case (several times faster than
+the stdlib encoder); the stdlib encoder remains the definition, the fallback, and the source of
+every error message.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any, NoReturn
+
+import orjson
 
 __all__ = [
     "MAX_DEPTH",
     "FrozenDict",
     "FrozenList",
     "LosslessJSONError",
+    "canonical_fast",
     "canonical_json",
     "canonical_parsed",
     "decode_fast",
@@ -111,11 +121,8 @@ def _has_negative_zero(value: Any) -> bool:
     return False
 
 
-def lossless_copy(value: Any, *, path: str = "data") -> tuple[Any, str]:
-    """Return ``(copy, canonical_text)`` of a lossless value, or raise `LosslessJSONError`.
-
-    The copy shares nothing with the input, so later mutation of the input changes nothing.
-    """
+def _stdlib_lossless_copy(value: Any, path: str) -> tuple[Any, str]:
+    """`lossless_copy` through the stdlib encoder: handles (and names) everything."""
     try:
         text = _ENCODER.encode(value)
     except RecursionError:
@@ -146,45 +153,139 @@ def lossless_copy(value: Any, *, path: str = "data") -> tuple[Any, str]:
     return copy, text
 
 
-def _unencodable(value: Any) -> NoReturn:
-    raise TypeError(f"{type(value).__name__} is not JSON")
+# -- the orjson fast path -----------------------------------------------------------------------
+#
+# orjson writes exactly the stdlib's compact ``ensure_ascii=False`` text for str (every code
+# point), int, bool, None, list and dict, and Python's ``repr`` for floats, except in one band:
+# floats below 1e-4 in magnitude, which it writes as ``0.00001`` (repr: ``1e-05``) or with a
+# one-digit exponent ``1e-7`` (repr: ``1e-07``). `_float_form_differs` spots that band in its
+# output (strings that merely look like it only cost a slower path), and `_ORJSON_MATCHES`
+# checks the whole rule once at import against the stdlib, so an orjson that formats
+# differently is simply not used.
+#
+# What orjson does not refuse is caught afterwards: it writes NaN and ±Infinity as null, and
+# tuples, enums and UUIDs as their JSON forms, so the copy it parses back is compared with the
+# input; any difference, and anything orjson refuses (subclasses of builtins, non-str keys,
+# lone surrogates, ints past 64 bits, nesting past its limit of 254 levels, cycles), goes to
+# the stdlib path, which accepts what it accepted before and names every problem as before.
 
-
-# One reusable C encoder for values that cannot hold cycles (fresh from the parser):
-# ``JSONEncoder.encode`` builds a new one per call, which costs more than encoding a payload.
-_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
-_parsed_iterencode: Any = (
-    _c_make_encoder(
-        None, _unencodable, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
-    if _c_make_encoder is not None
-    else None
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
 )
+_SHORT_NEGATIVE_EXPONENT = re.compile(r"e-[0-9](?![0-9])")  # a literal prefix: fast search
+
+
+def _float_form_differs(text: str) -> bool:
+    """True if orjson's text may write a float otherwise than ``repr`` (see above).
+
+    False positives (strings that look like it) only cost the slower stdlib encoder. It looks
+    at the decoded text: ``in`` on bytes costs several times more than on str.
+    """
+    return ("0.0" in text and "0.0000" in text) or (
+        "e-" in text and _SHORT_NEGATIVE_EXPONENT.search(text) is not None
+    )
+
+
+def _unfreeze(value: Any) -> Any:
+    """orjson ``default``: our own frozen views encode as the dict or list they are."""
+    kind = type(value)
+    if kind is FrozenDict:
+        return dict(value)
+    if kind is FrozenList:
+        return list(value)
+    raise TypeError(f"{kind.__name__} is not plain JSON")
+
+
+def _orjson_matches() -> bool:
+    """Does this orjson write what the stdlib writes (given `_float_form_differs`)?"""
+    floats = [0.1, 0.30000000000000004, 1.0, 123.456, 1e15, 9999999999999998.0, 1e16, 1.5e17]
+    floats += [1e22, 1.7976931348623157e308, 1e-4, 9.99e-5, 1e-5, 1.5e-7, 1e-10, 5e-324]
+    sample: list[Any] = [*floats, *(-f for f in floats), 0, -1, 2**63 - 1, -(2**63), 2**64 - 1]
+    sample += [True, False, None, 'é\u2028\x00\x1f\x7f"\\/\U0001f600', {"k": [{}]}, []]
+    for item in sample:
+        text = orjson.dumps([item], option=_ORJSON_OPTIONS).decode()
+        if not _float_form_differs(text) and text != _ENCODER.encode([item]):
+            return False
+    return True
+
+
+_ORJSON_MATCHES = _orjson_matches()
+
+
+def lossless_copy(value: Any, *, path: str = "data") -> tuple[Any, str]:
+    """Return ``(copy, canonical_text)`` of a lossless value, or raise `LosslessJSONError`.
+
+    The copy shares nothing with the input, so later mutation of the input changes nothing.
+    """
+    if not _ORJSON_MATCHES:  # pragma: no cover - an orjson that formats otherwise
+        return _stdlib_lossless_copy(value, path)
+    try:
+        raw = orjson.dumps(value, default=_unfreeze, option=_ORJSON_OPTIONS)
+        copy = orjson.loads(raw)
+        same = copy == value
+    except Exception:  # refused by orjson (or an __eq__ that raises): the stdlib names it
+        return _stdlib_lossless_copy(value, path)
+    if not same:  # NaN/inf written as null, tuples, enums, UUIDs...
+        return _stdlib_lossless_copy(value, path)
+    text = raw.decode()
+    if "-0.0" in text and _has_negative_zero(value):
+        raise LosslessJSONError(_find_problem(value, path) or f"{path} contains -0.0")
+    return copy, (_ENCODER.encode(copy) if _float_form_differs(text) else text)
+
+
+def canonical_fast(value: Any) -> str | None:
+    """Canonical text of a value made of plain JSON types with finite floats (as `orjson.loads`
+    returns them), or None when the fast encoder cannot vouch for it: ints past 64 bits, nesting
+    past 254 levels, lone surrogates, -0.0. The caller then takes a path that names the problem.
+    """
+    if not _ORJSON_MATCHES:  # pragma: no cover - an orjson that formats otherwise
+        return None
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        return None
+    if "-0.0" in text and _has_negative_zero(value):
+        return None
+    return _ENCODER.encode(value) if _float_form_differs(text) else text
+
+
+def _has_non_finite(value: Any) -> bool:
+    if type(value) is float:
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_has_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    return False
 
 
 def canonical_parsed(value: Any, *, path: str = "data") -> str:
     """Canonical text of a value fresh from `decode_json`.
 
-    Parsed JSON is lossless by construction except for two things JSON text can carry and a
-    round trip would not keep: lone surrogate escapes and -0.0; those are refused.
+    Parsed JSON is lossless by construction except for things JSON text can carry and a round
+    trip would not keep: lone surrogate escapes, numbers too large for a float, and -0.0;
+    those are refused.
     """
-    try:
-        if _parsed_iterencode is not None:
-            text = "".join(_parsed_iterencode(value, 0))
-        else:  # pragma: no cover - interpreters without the C accelerator
+    text = canonical_fast(value)
+    if text is not None and "null" in text and _has_non_finite(value):
+        text = None  # orjson wrote inf (from a literal like 1e999) as null
+    if text is None:
+        try:
             text = _ENCODER.encode(value)
-    except ValueError:  # 1e999 parses to inf, which JSON cannot hold
-        raise LosslessJSONError(
-            _find_problem(value, path) or f"{path} holds a number JSON cannot represent"
-        ) from None
-    except RecursionError:
-        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels") from None
-    if _too_deep(value, text):
-        raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise LosslessJSONError(f"{path} contains a lone surrogate") from None
+        except ValueError:  # 1e999 parses to inf, which JSON cannot hold
+            raise LosslessJSONError(
+                _find_problem(value, path) or f"{path} holds a number JSON cannot represent"
+            ) from None
+        except RecursionError:
+            raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels") from None
+        if _too_deep(value, text):
+            raise LosslessJSONError(f"{path} nests deeper than {MAX_DEPTH} levels")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise LosslessJSONError(f"{path} contains a lone surrogate") from None
     if "-0.0" in text and _has_negative_zero(value):
         raise LosslessJSONError(_find_problem(value, path) or f"{path} contains -0.0")
     return text

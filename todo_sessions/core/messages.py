@@ -83,12 +83,15 @@ class UnknownBlock(WireModel):
     type: str
 
 
-_KNOWN_BLOCKS = {"text", "reasoning", "image", "tool-call", "tool-result"}
+_BLOCK_TAGS = {
+    kind: f"block:{kind}" for kind in ("text", "reasoning", "image", "tool-call", "tool-result")
+}
 
 
 def _block_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return f"block:{kind}" if kind in _KNOWN_BLOCKS else "block:unknown"
+    # (a str test first: a list "type" would not be hashable)
+    return _BLOCK_TAGS.get(kind, "block:unknown") if isinstance(kind, str) else "block:unknown"
 
 
 ContentBlock = Annotated[

@@ -55,12 +55,12 @@ def todo_list_problem(todos: Any) -> str | None:
         if not isinstance(item, dict):
             return f"todos[{i}] must be an object, got {type(item).__name__}"
         content = item.get("content")
-        if not isinstance(content, str) or not content.strip():
+        key = content.strip() if isinstance(content, str) else ""
+        if not key:
             return f"todos[{i}].content must be a non-empty string"
         status = item.get("status")
         if status not in TODO_STATUSES:
             return f"todos[{i}].status must be one of {', '.join(TODO_STATUSES)}, got {status!r}"
-        key = content.strip()
         if key in seen:
             return f'todos[{i}]: duplicate content "{key}"'
         seen.add(key)
