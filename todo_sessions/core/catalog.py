@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InvalidEventError
-from .envelope import SessionEvent
+from .envelope import SessionEvent, _mark_checked
 from .fastcheck import Check, compile_check
 from .messages import (
     AssistantMessage,
@@ -241,9 +241,12 @@ def validate_event(event: SessionEvent) -> None:
 
     Unregistered types pass only when marked ``ignorable``. Surface fields are allowed only on
     surface-eligible types; ``sourceEventSeqs`` must be unique, each smaller than the event's
-    own seq, and non-empty (except on ``assistant/message``).
+    own seq, and non-empty (except on ``assistant/message``). An event that passed once is not
+    checked again (events are immutable, and so are the entries of the registry).
     """
     entry = _REGISTRY.get(event.type)
+    if entry is not None and getattr(event, "_checked", None) is entry:
+        return  # this event passed already (the store does not check a live session's twice)
     if entry is None:
         if event.ignorable:
             return
@@ -298,3 +301,4 @@ def validate_event(event: SessionEvent) -> None:
                 seq=event.seq,
                 field="data.todos",
             )
+    _mark_checked(event, entry)

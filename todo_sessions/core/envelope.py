@@ -120,6 +120,7 @@ class SessionEvent:
     """
 
     __slots__ = (
+        "_checked",
         "_data",
         "_data_json",
         "_frozen",
@@ -140,6 +141,8 @@ class SessionEvent:
     _data: Any
     _data_json: str
     _frozen: Any
+    _checked: Any
+    """The catalog entry `validate_event` accepted this event against (unset until then)."""
 
     def __init__(
         self,
@@ -256,7 +259,6 @@ class SessionEvent:
         _set_ignorable(event, ignorable)
         _set_data(event, data)
         _set_data_json(event, data_json)
-        _set_frozen(event, None)
         return event
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
@@ -270,7 +272,10 @@ class SessionEvent:
     @property
     def data(self) -> Any:
         """The payload as a deep read-only view (dicts and lists refuse mutation)."""
-        frozen = self._frozen
+        try:
+            frozen = self._frozen
+        except AttributeError:  # events built by `_trusted` leave it unset
+            frozen = None
         if frozen is None:
             frozen = freeze(self._data)
             _set(self, "_frozen", frozen)
@@ -447,6 +452,9 @@ _set_ignorable = _slot["ignorable"].__set__
 _set_data = _slot["_data"].__set__
 _set_data_json = _slot["_data_json"].__set__
 _set_frozen = _slot["_frozen"].__set__
+_mark_checked = _slot["_checked"].__set__
+"""For `validate_event` only: remember the catalog entry an event passed (the events are
+immutable and entries never change, so the check need not run twice)."""
 
 
 _encode_str = json.encoder.encode_basestring  # the C string encoder, as ensure_ascii=False uses
