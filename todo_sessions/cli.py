@@ -1,8 +1,10 @@
 """``todo-sessions``: a thin command line over the library (docs/design.md, "Command line").
 
-Each command parses its options, runs one ``asyncio.run(...)`` and prints. Library errors are
-one line on stderr with exit status 1 (``--debug`` shows the traceback). Listing commands take
-``--json`` for machine-readable output.
+Each command parses its options, runs one ``asyncio.run(...)`` and prints. Every error is one
+line on stderr, ``error: …``: exit status 2 for a usage error (the command line itself is wrong:
+an unknown option, a missing argument, a value of the wrong form, including a ``--db`` that is
+not a database URL), 1 when the command ran and failed, 130 when interrupted (``--debug`` shows
+the traceback). Listing commands take ``--json`` for machine-readable output.
 """
 
 from __future__ import annotations
@@ -10,47 +12,149 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
+import io
 import json
 import os
+import re
+import shlex
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import aclosing, contextmanager
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from contextlib import aclosing, closing, contextmanager
 from pathlib import Path
 from typing import IO, Any, NoReturn, TypeVar
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
-from .core.messages import messages_adapter
+from .core.messages import Message, messages_adapter
+from .core.todos import TodoItem
 from .core.verify import Problem
 from .errors import (
+    InvalidEventError,
     SessionExistsError,
     TodoSessionsError,
 )
 from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
+from .store.engine import parse_url
 from .store.migrate import migrate as run_migrate
-from .store.results import SessionSummary
+from .store.results import SessionSummary, StoredLog
 from .store.store import SessionStore, default_url
 
 T = TypeVar("T")
 
 DB_HELP = (
-    "Database URL: sqlite:///path/to/file.db or postgresql://user@host/db. "
-    "Default: $TODO_SESSIONS_URL, else an SQLite file sessions.db in the user's data "
-    "directory (on Linux ~/.local/share/todo-sessions/sessions.db)."
+    "Database: sqlite:///path/to/file.db, postgresql://user@host/dbname, or the path of an "
+    "SQLite file (containing a / or ending in .db, .sqlite or .sqlite3). Default: "
+    "$TODO_SESSIONS_URL, else an SQLite file sessions.db in the user's data directory (on "
+    "Linux ~/.local/share/todo-sessions/sessions.db)."
 )
+
+ACCEPTED_DB = (
+    "use sqlite:///path/to/file.db, postgresql://user@host/dbname, or a file path with a / "
+    "or ending in .db, .sqlite or .sqlite3"
+)
+_PATH_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+"""What starts a URL (``sqlite:``, ``postgresql+asyncpg:``); one letter is a Windows drive."""
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
+def program() -> list[str]:
+    """How this process was started, for the commands that hints print: the console script as
+    the user typed it (``.venv/bin/todo-sessions`` stays a path), ``python -m …``, else
+    ``todo-sessions``."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = getattr(spec, "name", "")
+    if module in ("todo_sessions.__main__", "todo_sessions.cli"):
+        return [_shown_path(sys.executable or "python3"), "-m", module.removesuffix(".__main__")]
+    if Path(argv0).name.startswith("todo-sessions"):
+        return [argv0]
+    return ["todo-sessions"]
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the working directory when inside it, else as it is."""
+    try:
+        relative = Path(path).relative_to(Path.cwd())
+    except ValueError:
+        return path
+    return str(relative) if relative.parent != Path() else f"./{relative}"
+
+
+class UsageError(click.UsageError):
+    """A usage error shown as one line, ``error: …``, with exit status 2 (like click's own,
+    which `_Group` turns into this)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def check_db(value: str, source: str = "--db") -> str:
+    """``value`` if it names a database the command line can use, else a `UsageError` saying
+    what was wrong and what is accepted.
+
+    Accepted: ``sqlite:///file`` (not in memory: the data would be gone when the command
+    ends), ``postgresql://…/dbname`` naming its database (libpq's defaults would otherwise pick
+    one), or a plain path that looks like one (a ``/`` or an SQLite suffix), so that a typo such
+    as ``sqlite:/x`` never becomes a file of that name."""
+    text = value
+    shown = _PASSWORD.sub(r"\1***@", text)
+
+    def bad(problem: str) -> NoReturn:
+        raise UsageError(f"{source} {shown!r} {problem}; {ACCEPTED_DB}")
+
+    if not text.strip():
+        raise UsageError(f"{source} is empty; {ACCEPTED_DB}")
+    if "://" not in text:
+        if _SCHEME.match(text):
+            bad("is not a database URL (a URL has :// after its scheme)")
+        if "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES):
+            if Path(text).expanduser().is_dir():
+                bad("is a directory")
+            return text
+        bad("is neither a database URL nor a file path")
+    try:
+        url = make_url(text)
+    except (ValueError, ArgumentError) as exc:
+        if "int()" in str(exc):
+            bad("has a port that is not a number")
+        bad("is not a database URL")
+    if url.port is not None and not 0 < url.port < 65536:
+        bad("has a port outside 1..65535")
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        database = url.database or ""
+        if url.host:
+            bad("has a host: an SQLite URL has three slashes (sqlite:///relative/file.db)")
+        if not database or ":memory:" in database or url.query.get("mode") == "memory":
+            bad("is an in-memory database, gone when the command ends")
+    elif backend in ("postgresql", "postgres"):
+        if not url.database:
+            bad("names no database")
+    else:
+        bad("is an unsupported database URL")
+    if backend == "sqlite" and Path(url.database or "").expanduser().is_dir():
+        bad("is a directory")
+    return text
 
 
 class Context:
-    def __init__(self, db: str | None, debug: bool) -> None:
+    def __init__(self, db: str | None, debug: bool, *, db_given: bool = False) -> None:
         self.db = db or default_url()
+        self.db_given = db_given
+        """Whether ``db`` came from ``--db`` or ``$TODO_SESSIONS_URL`` (hints repeat it)."""
         self.debug = debug
         # No markup or emoji codes by default: ids, titles and messages are printed literally
         # (a title like "[/x]" must neither vanish nor crash); `markup=True` prints escape them.
@@ -81,6 +185,23 @@ class Context:
         self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True)
         sys.exit(1)
 
+    def note(self, message: str) -> None:
+        self.err.print(f"note: {safe(message)}")
+
+    def hint(self, *args: str) -> str:
+        """A command line that repeats this invocation's program and database (shell-quoted)."""
+        db = ["--db", self.store_url()] if self.db_given else []
+        return shlex.join([*program(), *db, *args])
+
+    def location(self) -> str:
+        """The SQLite file, or the URL with its password masked."""
+        target = parse_url(self.db)
+        return str(target.path) if target.path is not None else target.render()
+
+    def store_url(self) -> str:
+        """The database as given (its password masked, if it has one)."""
+        return _PASSWORD.sub(r"\1***@", self.db)
+
     @contextmanager
     def progress(self, label: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
         """A progress bar on an interactive stderr; nothing otherwise."""
@@ -103,6 +224,54 @@ pass_ctx = click.make_pass_decorator(Context)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
+class _AtLeast(click.ParamType):
+    """An int of at least ``minimum``; anything else is the one-line usage error
+    ``--at must be a seq >= 0, got '-1'``."""
+
+    def __init__(self, minimum: int, what: str, metavar: str) -> None:
+        self.minimum = minimum
+        self.what = what
+        self.name = metavar
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number < self.minimum or isinstance(value, bool):
+            name = param.opts[0] if param is not None and param.opts else "value"
+            raise UsageError(f"{name} must be {self.what}, got {value!r}", ctx)
+        return number
+
+
+SEQ = _AtLeast(0, "a seq >= 0", "SEQ")
+COUNT = _AtLeast(1, "a number >= 1", "N")
+
+
+LIST_LIMIT = 50
+
+
+def at_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--at", "at_seq", type=SEQ, help=help)
+
+
+async def clamp_at(
+    ctx: Context, store: SessionStore, session_id: str, at_seq: int | None, doing: str
+) -> int | None:
+    """``--at`` past the end of a session means its end, with a note on stderr: ``session X
+    ends at seq N; showing seq N`` (``doing``: "showing", "forking at")."""
+    if at_seq is None:
+        return None
+    last = (await store.summary(session_id)).next_seq - 1
+    if at_seq <= last:
+        return at_seq
+    if last < 0:
+        ctx.note(f"session {session_id} has no events yet")
+        return None
+    ctx.note(f"session {session_id} ends at seq {last}; {doing} seq {last}")
+    return last
+
+
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False))
 
@@ -111,15 +280,62 @@ def _when(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
+    t for t in [getattr(click.exceptions, "NoArgsIsHelpError", None)] if t is not None
+)
+"""click >= 8.2: a bare ``todo-sessions`` prints the help (left alone: it is the help)."""
+
+
+def _one_line(exc: click.UsageError) -> UsageError:
+    """click's usage error (usage, hint and message on three lines) as one line."""
+    text = " ".join(exc.format_message().split()).removesuffix(".")
+    if exc.ctx is not None:
+        text += f" (see '{exc.ctx.command_path} --help')"
+    return UsageError(text, exc.ctx)
+
+
+def interrupted() -> NoReturn:
+    click.echo("error: interrupted", err=True)
+    sys.exit(130)
+
+
 class _Group(click.Group):
-    """The command group. An exception no command expected is one line on stderr too, exit
-    status 1, never a traceback (``--debug`` shows it)."""
+    """The command group. Usage errors are one line, exit status 2; an exception no command
+    expected is one line on stderr too, exit status 1, never a traceback (``--debug`` shows
+    it); Ctrl-C is one line, exit status 130."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError:
+            raise
+        except _NO_ARGS_IS_HELP:
+            raise
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageError:
+            raise
+        except _NO_ARGS_IS_HELP:
+            raise
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            if isinstance(ctx.obj, Context) and ctx.obj.debug:
+                traceback.print_exc()  # click itself would say "Aborted!" and exit 1
+                sys.exit(130)
+            interrupted()
         except Exception as exc:
             if isinstance(ctx.obj, Context) and ctx.obj.debug:
                 raise
@@ -138,7 +354,12 @@ class _Group(click.Group):
 @click.pass_context
 def main(click_ctx: click.Context, db: str | None, debug: bool) -> None:
     """Store, inspect and replay AI coding-agent sessions (todo-sessions)."""
-    click_ctx.obj = Context(db, debug)
+    source = click_ctx.get_parameter_source("db")
+    given = source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    if db is not None and given:
+        from_env = source == ParameterSource.ENVIRONMENT
+        db = check_db(db, "$TODO_SESSIONS_URL" if from_env else "--db")
+    click_ctx.obj = Context(db, debug, db_given=given)
 
 
 @main.command("migrate")
@@ -151,7 +372,7 @@ def migrate_cmd(ctx: Context) -> None:
         if ctx.debug:
             raise
         ctx.fail(str(exc))
-    ctx.out.print(f"database is at the newest schema: {ctx.store().url}")
+    ctx.out.print(f"database is at the newest schema: {ctx.location()}")
 
 
 @main.command("demo")
@@ -170,7 +391,9 @@ def demo_cmd(ctx: Context, session_id: str | None) -> None:
 
     result, log, messages, todos = ctx.run(work)
     out = ctx.out
-    out.rule(Text(f"demo session {result.session_id} — stored in {ctx.store().url}", "bold"))
+    out.rule()  # the heading wraps (a rule's title would cut the database location)
+    out.print(Text(f"demo session {result.session_id}", "bold"))
+    out.print(f"stored in {ctx.location()}")
     for outcome in result.outcomes:
         out.print(f"turn {outcome.turn}: {outcome.reason} after {outcome.steps} steps")
     out.rule("timeline (the log)")
@@ -186,7 +409,7 @@ def demo_cmd(ctx: Context, session_id: str | None) -> None:
         f"{len(messages)} messages derived for the model, and no todo/write among them "
         "(the model sees only its own todo_write calls and their results)."
     )
-    out.print(f"replay it again with: todo-sessions show {result.session_id}")
+    out.print(f"replay it again with: {safe(ctx.hint('show', result.session_id))}")
 
 
 def _summary_json(s: SessionSummary) -> dict[str, Any]:
@@ -202,7 +425,9 @@ def _summary_json(s: SessionSummary) -> dict[str, Any]:
 
 
 @main.command("list")
-@click.option("--limit", default=50, show_default=True, help="Sessions per page.")
+@click.option(
+    "--limit", type=COUNT, default=LIST_LIMIT, show_default=True, help="Sessions per page."
+)
 @click.option("--before", "before_id", help="Show the page after this session id.")
 @json_option
 @pass_ctx
@@ -234,7 +459,9 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
         )
     ctx.out.print(table)
     if len(rows) == limit:
-        ctx.out.print(f"next page: todo-sessions list --before {rows[-1][0].id}", style="dim")
+        more = ["--limit", str(limit)] if limit != LIST_LIMIT else []
+        hint = ctx.hint("list", *more, "--before", rows[-1][0].id)
+        ctx.out.print(f"next page: {safe(hint)}", style="dim")
 
 
 @main.command("show")
@@ -291,12 +518,17 @@ async def _stream_upto(store: SessionStore, session_id: str, end: int) -> AsyncI
 
 @main.command("todos")
 @click.argument("session_id")
-@click.option("--at", "at_seq", type=int, help="The list as of this seq.")
+@at_option("The list as of this seq (past the end: the end, with a note).")
 @json_option
 @pass_ctx
 def todos_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) -> None:
     """Show the current todo list of a session (or as of --at SEQ)."""
-    todos = ctx.run(lambda store: store.current_todos(session_id, upto_seq=at_seq))
+
+    async def work(store: SessionStore) -> list[TodoItem] | None:
+        upto = await clamp_at(ctx, store, session_id, at_seq, "showing")
+        return await store.current_todos(session_id, upto_seq=upto)
+
+    todos = ctx.run(work)
     if as_json:
         echo_json(None if todos is None else [t.model_dump() for t in todos])
         return
@@ -305,12 +537,17 @@ def todos_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) 
 
 @main.command("messages")
 @click.argument("session_id")
-@click.option("--at", "at_seq", type=int, help="The history as of this seq.")
+@at_option("The history as of this seq (past the end: the end, with a note).")
 @json_option
 @pass_ctx
 def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) -> None:
     """Show the message history the model sees (derived from surface events only)."""
-    messages = ctx.run(lambda store: store.derive_messages(session_id, upto_seq=at_seq))
+
+    async def work(store: SessionStore) -> list[Message]:
+        upto = await clamp_at(ctx, store, session_id, at_seq, "showing")
+        return await store.derive_messages(session_id, upto_seq=upto)
+
+    messages = ctx.run(work)
     if as_json:
         echo_json(
             messages_adapter.dump_python(messages, mode="json", by_alias=True, exclude_none=True)
@@ -321,9 +558,10 @@ def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: boo
 
 @contextmanager
 def _sink(output: Path | None) -> Iterator[IO[str]]:
-    """stdout, or a temporary file renamed to ``output`` only once the export is complete
-    (a failed export never leaves a truncated file that would import as a shorter session)."""
-    if output is None:
+    """stdout (``output`` None or ``-``), or a temporary file renamed to ``output`` only once
+    the export is complete (a failed export never leaves a truncated file that would import as
+    a shorter session)."""
+    if output is None or str(output) == "-":
         yield sys.stdout
         return
     try:
@@ -344,8 +582,8 @@ def _sink(output: Path | None) -> Iterator[IO[str]]:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="File to write (default: stdout).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="File to write (default, or -: stdout).",
 )
 @pass_ctx
 def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
@@ -361,21 +599,43 @@ def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
         return count - 1
 
     count = ctx.run(work)
-    if output:
+    if output is not None and str(output) != "-":
         ctx.err.print(f"exported {count} events of {session_id} to {output}")
 
 
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+"""What ``surrogateescape`` makes of a byte that is not UTF-8 (text never holds these)."""
+
+
+def utf8_lines(file: IO[bytes]) -> Generator[str, None, None]:
+    """The lines of ``file`` decoded as UTF-8 (universal newlines), or `InvalidEventError`
+    naming the first line that is not UTF-8, its column and the byte."""
+    text = io.TextIOWrapper(file, encoding="utf-8", errors="surrogateescape", newline=None)
+    try:
+        for number, line in enumerate(text, start=1):
+            bad = _UNDECODABLE.search(line)
+            if bad is not None:
+                byte = ord(bad.group()) - 0xDC00
+                column = bad.start() + 1
+                message = f"line {number}: not UTF-8 text (byte 0x{byte:02x} at column {column})"
+                raise InvalidEventError(message, field=f"line {number}")
+            yield line
+    finally:
+        text.detach()  # the file (perhaps stdin) is click's to close
+
+
 @main.command("import")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 @click.option("--as", "as_id", help="Store under this id instead of the exported one.")
 @pass_ctx
-def import_cmd(ctx: Context, file: IO[str], as_id: str | None) -> None:
+def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None) -> None:
     """Import a JSONL export (validated completely before anything is written)."""
 
     async def work(store: SessionStore) -> Any:
         with ctx.progress("import", None) as advance:
             try:
-                return await import_lines(store, file, as_id=as_id, progress=advance)
+                with closing(utf8_lines(file)) as lines:
+                    return await import_lines(store, lines, as_id=as_id, progress=advance)
             except SessionExistsError as exc:
                 exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
                 raise
@@ -429,15 +689,24 @@ def _problem_json(problem: Problem) -> dict[str, Any]:
 
 @main.command("fork")
 @click.argument("session_id")
-@click.option("--at", "at_seq", type=int, help="Last seq to inherit (default: all).")
+@at_option("Last seq to inherit (default, or past the end: all, with a note).")
 @click.option("--as", "child_id", help="Id of the new session (default: generated).")
 @pass_ctx
 def fork_cmd(ctx: Context, session_id: str, at_seq: int | None, child_id: str | None) -> None:
     """Fork a session: a new session seeded with its events up to --at."""
-    log = ctx.run(lambda store: store.fork(session_id, at_seq, child_id))
+
+    async def work(store: SessionStore) -> StoredLog:
+        boundary = await clamp_at(ctx, store, session_id, at_seq, "forking at")
+        return await store.fork(session_id, boundary, child_id)
+
+    log = ctx.run(work)
     ctx.out.print(
         f"forked {session_id} into {log.header.id} ({log.header.seed_length} events inherited)"
     )
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 @main.command("delete")
@@ -445,9 +714,22 @@ def fork_cmd(ctx: Context, session_id: str, at_seq: int | None, child_id: str | 
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_ctx
 def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
-    """Delete a session and all its events (asks first unless --yes)."""
-    if not yes and not click.confirm(f"delete session {session_id} and all its events?", err=True):
-        ctx.fail("not deleted")
+    """Delete a session and all its events (asks first unless --yes; without a terminal,
+    --yes is required)."""
+    if not yes:
+        summary = ctx.run(lambda store: store.summary(session_id))  # exists? before asking
+        if not stdin_is_terminal():
+            ctx.fail("refusing to delete without --yes when stdin is not a terminal")
+        question = f"delete session {session_id} ({summary.next_seq} events)?"
+        try:
+            confirmed = click.confirm(safe(question), err=True)
+        except click.Abort as exc:  # click's answer to Ctrl-C and to end of input
+            click.echo(err=True)  # end the question's line
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                interrupted()
+            confirmed = False
+        if not confirmed:
+            ctx.fail("not deleted")
     ctx.run(lambda store: store.delete(session_id))
     ctx.out.print(f"deleted {session_id}")
 

@@ -149,7 +149,9 @@ def render_timeline(events: Iterable[SessionEvent], *, verbose: bool = False) ->
 
 
 def render_messages(messages: Sequence[Message]) -> Group:
-    """The derived message history, one entry per message."""
+    """The derived message history, one entry per message (``(no messages)`` when empty)."""
+    if not messages:
+        return Group(Text("(no messages)", style="dim"))
     rows: list[RenderableType] = []
     for number, message in enumerate(messages, start=1):
         wire = message.model_dump(mode="json", by_alias=True, exclude_none=True)
