@@ -10,9 +10,12 @@ migrations on it and never starts an event loop. From the command line
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from alembic import context
+from sqlalchemy import Integer
 from sqlalchemy.engine import Connection
+from sqlalchemy.types import TypeEngine
 
 from todo_sessions.store.schema import VERSION_TABLE, metadata
 
@@ -24,6 +27,24 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
     return True
 
 
+def compare_type(
+    migration_context: Any,
+    inspected_column: object,
+    metadata_column: object,
+    inspected_type: TypeEngine[Any],
+    metadata_type: TypeEngine[Any],
+) -> bool | None:
+    """SQLite keeps every integer in up to 64 bits whatever its declared type (see revision
+    0004): INTEGER and BIGINT are the same column there. Otherwise alembic's comparison."""
+    if (
+        migration_context.dialect.name == "sqlite"
+        and isinstance(inspected_type, Integer)
+        and isinstance(metadata_type, Integer)
+    ):
+        return False
+    return None
+
+
 def run_on(connection: Connection) -> None:
     context.configure(
         connection=connection,
@@ -31,7 +52,7 @@ def run_on(connection: Connection) -> None:
         version_table=VERSION_TABLE,
         include_name=include_name,
         render_as_batch=True,
-        compare_type=True,
+        compare_type=compare_type,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -10,14 +10,16 @@ byte-identical.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.envelope import SessionEvent
-from .core.header import SessionHeader
+from .core.header import SessionHeader, shown
+from .core.jsonvalue import LosslessJSONError, decode_json
+from .core.structure import StructureChecker
 from .core.surface import SurfaceState
-from .errors import InvalidEventError
+from .errors import InvalidEventError, StructureError
 from .store.store import SessionStore
 
 __all__ = ["KIND", "ImportResult", "export_lines", "import_lines", "parse_lines"]
@@ -51,31 +53,59 @@ def _fail(line: int, message: str) -> InvalidEventError:
     return InvalidEventError(f"line {line}: {message}", field=f"line {line}")
 
 
-def parse_lines(
-    lines: Iterable[str], *, progress: Progress | None = None
-) -> tuple[SessionHeader, list[SessionEvent]]:
-    """Parse and validate a whole JSONL session; a bad line raises with its line number."""
+def _numbered(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
+    """``(line number, text)``; undecodable input is an `InvalidEventError` naming its line."""
     iterator = iter(lines)
-    first = next(iterator, None)
-    if first is None:
-        raise _fail(1, "empty file: expected a header line")
-    first = first.removeprefix("\ufeff")  # a UTF-8 byte order mark from some editors
+    number = 0
+    while True:
+        number += 1
+        try:
+            line = next(iterator)
+            if isinstance(line, bytes | bytearray):
+                line = bytes(line).decode("utf-8")
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start] if exc.start < len(exc.object) else 0
+            problem = f"not UTF-8 text (byte 0x{bad:02x} at column {exc.start + 1})"
+            raise _fail(number, problem) from None
+        yield number, line
+
+
+def _header(text: str) -> SessionHeader:
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark from some editors
     try:
-        head = json.loads(first)
-    except json.JSONDecodeError as exc:
-        raise _fail(1, f"header is not JSON: {exc}") from None
+        head = decode_json(text)
+    except LosslessJSONError as exc:
+        raise _fail(1, f"header is not JSON: {exc.reason}") from None
     if not isinstance(head, dict) or head.get("kind") != KIND:
         raise _fail(1, f'not a todo-sessions export (expected "kind": "{KIND}")')
     version = head.get("formatVersion")
     if type(version) is not int or version > FORMAT_VERSION:
-        raise _fail(1, f"formatVersion {version!r} is not supported (newest: {FORMAT_VERSION})")
+        raise _fail(
+            1, f"formatVersion {shown(version)} is not supported (newest: {FORMAT_VERSION})"
+        )
     try:
-        header = SessionHeader.model_validate(head.get("header"))
-    except ValueError as exc:
+        return SessionHeader.model_validate(head.get("header"))
+    except InvalidEventError as exc:
         raise _fail(1, f"invalid header: {exc}") from None
+
+
+def parse_lines(
+    lines: Iterable[str | bytes], *, progress: Progress | None = None
+) -> tuple[SessionHeader, list[SessionEvent]]:
+    """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
+    line number. Each event is checked as an append would check it (payload, surface rules)
+    and against the turn/step structure, so what imports is what `verify` accepts."""
+    numbered = _numbered(lines)
+    first = next(numbered, None)
+    if first is None:
+        raise _fail(1, "empty file: expected a header line")
+    header = _header(first[1])
     events: list[SessionEvent] = []
     surface = SurfaceState(build_messages=False)
-    for number, text in enumerate(iterator, start=2):
+    structure = StructureChecker()
+    for number, text in numbered:
         if not text.strip():
             continue
         try:
@@ -84,8 +114,9 @@ def parse_lines(
             if event.seq != len(events):
                 raise _fail(number, f"event has seq {event.seq}, expected {len(events)}")
             surface.apply(event)
-        except InvalidEventError as exc:
-            if exc.field and exc.field.startswith("line "):
+            structure.apply(event)
+        except (InvalidEventError, StructureError) as exc:
+            if isinstance(exc, InvalidEventError) and (exc.field or "").startswith("line "):
                 raise
             raise _fail(number, str(exc)) from None
         events.append(event)

@@ -35,8 +35,10 @@ __all__ = [
     "parse_surface_op",
 ]
 
-MAX_INT = 2**63 - 1
-"""Seqs and times are stored as 64-bit integers."""
+MAX_INT = 2**53 - 1
+"""The largest seq, and the largest magnitude of a time or of a header's integers: the integers
+a JSON number carries exactly to a JavaScript reader (``Number.MAX_SAFE_INTEGER``), which both
+backends store (docs/format.md, "Events and the envelope"). Payload data is not limited."""
 
 _WIRE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
 

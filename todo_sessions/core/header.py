@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import (
     AfterValidator,
@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from ..errors import InvalidEventError
 from .catalog import FORMAT_VERSION
+from .envelope import MAX_INT
 
 __all__ = ["SessionHeader", "check_session_id"]
 
@@ -35,11 +36,13 @@ def check_session_id(value: Any) -> str:
     """
     if not isinstance(value, str) or not 1 <= len(value) <= 200:
         raise InvalidEventError(
-            f"session id must be a string of 1-200 characters, got {value!r}", field="session_id"
+            f"session id must be a string of 1-200 characters, got {shown(value)}",
+            field="session_id",
         )
     if not value.isprintable() and _CONTROL_OR_SURROGATE.search(value) is not None:
         raise InvalidEventError(
-            f"session id must not contain control characters: {value!r}", field="session_id"
+            f"session id must not contain control characters: {shown(value)}",
+            field="session_id",
         )
     return value
 
@@ -52,7 +55,7 @@ categories are closed by Unicode's stability policy. `str.isprintable` is False 
 def check_text(value: str) -> str:
     """Header text is stored as is on every backend: no NUL, no lone surrogates."""
     if "\x00" in value or any(unicodedata.category(ch) == "Cs" for ch in value):
-        raise ValueError(f"must not contain NUL or lone surrogate characters: {value!r}")
+        raise ValueError(f"must not contain NUL or lone surrogate characters: {shown(value)}")
     return value
 
 
@@ -72,14 +75,14 @@ class SessionHeader(BaseModel):
     )
 
     id: SessionId
-    created_at: int = Field(ge=0, le=2**63 - 1)
+    created_at: int = Field(ge=0, le=MAX_INT)
     cwd: Text | None = None
     parent_session: SessionId | None = None
-    seed_length: int | None = Field(default=None, ge=0)
+    seed_length: int | None = Field(default=None, ge=0, le=MAX_INT)
     origin: Text | None = None
-    delegation_depth: int = Field(default=0, ge=0)
+    delegation_depth: int = Field(default=0, ge=0, le=MAX_INT)
     title: Text | None = None
-    format_version: int = Field(default=FORMAT_VERSION, ge=0)
+    format_version: int = Field(default=FORMAT_VERSION, ge=0, le=MAX_INT)
 
     @field_validator("cwd")
     @classmethod
@@ -93,14 +96,46 @@ class SessionHeader(BaseModel):
         try:
             super().__init__(**fields)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise InvalidEventError(
-                f"invalid session header: {field}: {first['msg']}", field=field
-            ) from None
+            raise _header_error(exc) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """Validate a wire object (camelCase keys); errors as in the constructor."""
+        try:
+            return super().model_validate(obj, *args, **kwargs)
+        except ValidationError as exc:
+            raise _header_error(exc) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Self:
+        """Validate wire JSON text; errors as in the constructor."""
+        try:
+            return super().model_validate_json(json_data, *args, **kwargs)
+        except ValidationError as exc:
+            raise _header_error(exc) from None
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
+
+
+def _header_error(exc: ValidationError) -> InvalidEventError:
+    first = exc.errors(include_url=False)[0]
+    inner = first.get("ctx", {}).get("error")
+    if not first["loc"] and isinstance(inner, InvalidEventError):
+        return inner  # model_validate ran our __init__, which already said what was wrong
+    field = ".".join(str(p) for p in first["loc"]) or "header"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    message = first["msg"].removeprefix("Value error, ")
+    return InvalidEventError(f"invalid session header: {field}: {message}{more}", field=field)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters (ids may be huge)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:limit]}…{size}"
 
 
 def _is_windows_abs(path: str) -> bool:
