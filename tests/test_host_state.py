@@ -49,8 +49,10 @@ async def test_host_gc_stays_enabled_during_concurrent_large_reads(tmp_path: Pat
     async with SessionStore(tmp_path / "big.db") as store:
         for name in ("a", "b"):
             await store.create(header(name))
-            await store.append(name, turn(0))
-            await store.append(name, chunks(6, 20_000))
+            opening, closing = turn(0)[:4], turn(0)[4:]  # ... step/start | step/end, turn/end
+            await store.append(name, opening)
+            await store.append(name, chunks(4, 20_000))
+            await store.append(name, [e.replace(seq=20_004 + i) for i, e in enumerate(closing)])
         assert gc.isenabled()
         with GCWatch() as watch:
             reads = [

@@ -4,38 +4,9 @@ Everything a session does is stored as typed events; projections rebuild the tod
 the model's message history from them. See README.md and docs/.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .agent.loop import AgentLoop, TurnOutcome
-from .agent.model import (
-    Finish,
-    Model,
-    ModelDelta,
-    ReasoningDelta,
-    ScriptedModel,
-    ScriptedResponse,
-    TextDelta,
-    ToolCallDelta,
-)
-from .core.catalog import (
-    EVENT_TYPES,
-    FORMAT_VERSION,
-    EventType,
-    register_event_type,
-    validate_event,
-)
-from .core.envelope import SessionEvent, SurfaceOp, SurfaceReplace
-from .core.header import SessionHeader
-from .core.messages import (
-    AssistantMessage,
-    ContentBlock,
-    Message,
-    UserMessage,
-)
-from .core.repair import interrupted_turn_closers
-from .core.structure import check_structure
-from .core.surface import MessageSnapshot, derive_messages, fold_surface
-from .core.todos import TodoItem, current_todos, render_todos, standing_plan
 from .errors import (
     CorruptSessionError,
     FormatUnsupportedError,
@@ -49,27 +20,129 @@ from .errors import (
     StructureError,
     TodoSessionsError,
 )
-from .service import SessionService
-from .session import Session
-from .store.migrate import migrate
-from .store.results import SessionSummary, StoredLog
-from .store.store import SessionStore
-from .tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 __version__ = "0.1.0"
 
+# Everything else loads on first use (PEP 562), so `import todo_sessions` costs little: the
+# store, alembic, pydantic models, the agent loop and the ACP SDK are imported when a name
+# that needs them is first looked up.
+_LAZY: dict[str, str] = {
+    "AgentLoop": ".agent.loop",
+    "AssistantMessage": ".core.messages",
+    "ContentBlock": ".core.messages",
+    "EVENT_TYPES": ".core.catalog",
+    "EventType": ".core.catalog",
+    "FORMAT_VERSION": ".core.catalog",
+    "Finish": ".agent.model",
+    "Message": ".core.messages",
+    "MessageSnapshot": ".core.surface",
+    "Model": ".agent.model",
+    "ModelDelta": ".agent.model",
+    "ReasoningDelta": ".agent.model",
+    "ScriptedModel": ".agent.model",
+    "ScriptedResponse": ".agent.model",
+    "Session": ".session",
+    "SessionEvent": ".core.envelope",
+    "SessionHeader": ".core.header",
+    "SessionService": ".service",
+    "SessionStore": ".store.store",
+    "SessionSummary": ".store.results",
+    "StoredLog": ".store.results",
+    "SurfaceOp": ".core.envelope",
+    "SurfaceReplace": ".core.envelope",
+    "TextDelta": ".agent.model",
+    "TodoItem": ".core.todos",
+    "TodoWriteTool": ".tools",
+    "ToolCallDelta": ".agent.model",
+    "ToolContext": ".tools",
+    "ToolRegistry": ".tools",
+    "ToolResult": ".tools",
+    "TurnOutcome": ".agent.loop",
+    "UserMessage": ".core.messages",
+    "check_structure": ".core.structure",
+    "current_todos": ".core.todos",
+    "derive_messages": ".core.surface",
+    "fold_surface": ".core.surface",
+    "interrupted_turn_closers": ".core.repair",
+    "migrate": ".store.migrate",
+    "register_event_type": ".core.catalog",
+    "render_todos": ".core.todos",
+    "standing_plan": ".core.todos",
+    "todos_to_plan": ".acp.mapping",
+    "validate_event": ".core.catalog",
+}
 
 if TYPE_CHECKING:
     from .acp.mapping import todos_to_plan
+    from .agent.loop import (
+        AgentLoop,
+        TurnOutcome,
+    )
+    from .agent.model import (
+        Finish,
+        Model,
+        ModelDelta,
+        ReasoningDelta,
+        ScriptedModel,
+        ScriptedResponse,
+        TextDelta,
+        ToolCallDelta,
+    )
+    from .core.catalog import (
+        EVENT_TYPES,
+        FORMAT_VERSION,
+        EventType,
+        register_event_type,
+        validate_event,
+    )
+    from .core.envelope import (
+        SessionEvent,
+        SurfaceOp,
+        SurfaceReplace,
+    )
+    from .core.header import SessionHeader
+    from .core.messages import (
+        AssistantMessage,
+        ContentBlock,
+        Message,
+        UserMessage,
+    )
+    from .core.repair import interrupted_turn_closers
+    from .core.structure import check_structure
+    from .core.surface import (
+        MessageSnapshot,
+        derive_messages,
+        fold_surface,
+    )
+    from .core.todos import (
+        TodoItem,
+        current_todos,
+        render_todos,
+        standing_plan,
+    )
+    from .service import SessionService
+    from .session import Session
+    from .store.migrate import migrate
+    from .store.results import (
+        SessionSummary,
+        StoredLog,
+    )
+    from .store.store import SessionStore
+    from .tools import (
+        TodoWriteTool,
+        ToolContext,
+        ToolRegistry,
+        ToolResult,
+    )
 
 
 def __getattr__(name: str) -> Any:
-    # The ACP SDK takes half a second to import: load it only when the bridge is used.
-    if name == "todos_to_plan":
-        from .acp.mapping import todos_to_plan
-
-        return todos_to_plan
-    raise AttributeError(f"module 'todo_sessions' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'todo_sessions' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # looked up once
+    return value
 
 
 __all__ = [

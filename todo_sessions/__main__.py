@@ -1,5 +1,5 @@
 """``python -m todo_sessions`` runs the command line."""
 
-from .cli import main
+from ._console import main
 
 main()
