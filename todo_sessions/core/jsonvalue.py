@@ -311,9 +311,28 @@ _STRICT_DECODER = json.JSONDecoder(
 )
 _FAST_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
-decode_fast: Callable[[str], Any] = _FAST_DECODER.decode
-"""Parse trusted JSON text (our own rows and lines): refuses NaN/Infinity, does not look for
-duplicate keys; raises ValueError. The per-row decoder of every read."""
+_stdlib_decode: Callable[[str], Any] = _FAST_DECODER.decode
+_orjson_loads = orjson.loads
+_orjson_dumps = orjson.dumps
+
+
+def decode_fast(text: str) -> Any:
+    """Parse trusted JSON text (our own rows and lines): refuses NaN/Infinity, does not look for
+    duplicate keys; raises ValueError. The per-row decoder of every read.
+
+    orjson parses; its result is taken only when encoding it gives back exactly the text (our
+    rows hold canonical text, so they do), which rules out what orjson would read otherwise
+    than the stdlib (integers past 64 bits become floats there). Anything else, and anything
+    orjson refuses, is parsed by the stdlib, which also names the problem.
+    """
+    if _ORJSON_MATCHES and type(text) is str:
+        try:
+            value = _orjson_loads(text)
+        except orjson.JSONDecodeError:
+            return _stdlib_decode(text)
+        if _orjson_dumps(value) == text.encode():
+            return value
+    return _stdlib_decode(text)
 
 
 def decode_json(text: str | bytes, *, strict: bool = True) -> Any:
