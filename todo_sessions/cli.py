@@ -744,7 +744,12 @@ def acp_cmd(ctx: Context) -> None:
     reloaded with session/load."""
     import logging
 
-    from .acp.agent import serve
+    try:
+        from .acp.agent import serve
+    except ImportError as exc:
+        if ctx.debug:
+            raise
+        ctx.fail(str(exc))
     from .service import SessionService
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

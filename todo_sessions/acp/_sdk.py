@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+try:
+    import acp as _acp  # noqa: F401
+except ImportError as exc:  # the [acp] extra is not installed
+    raise ImportError(
+        "the Agent Client Protocol bridge needs the agent-client-protocol package: "
+        "pip install 'todo-sessions[acp]'"
+    ) from exc
+
 from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, spawn_agent_process
 from acp.schema import (
     AgentCapabilities,

@@ -95,6 +95,13 @@ class PostgresRecorder:
     async def open(self) -> None:
         if self._engine is not None:
             return
+        try:
+            import asyncpg  # noqa: F401  (the driver SQLAlchemy will load)
+        except ImportError:
+            raise StoreError(
+                f"{self._target.render()}: PostgreSQL needs the asyncpg driver: "
+                "pip install 'todo-sessions[postgres]'"
+            ) from None
         engine = make_pg_engine(
             self._target, pool_size=self._pool_size, max_overflow=self._max_overflow
         )
