@@ -49,6 +49,7 @@ _LAZY: dict[str, str] = {
     "SessionSummary": ".store.results",
     "StoredLog": ".store.results",
     "SurfaceOp": ".core.envelope",
+    "SyncSessionStore": ".sync",
     "SurfaceReplace": ".core.envelope",
     "TextDelta": ".agent.model",
     "TodoItem": ".core.todos",
@@ -128,6 +129,7 @@ if TYPE_CHECKING:
         StoredLog,
     )
     from .store.store import SessionStore
+    from .sync import SyncSessionStore
     from .tools import (
         TodoWriteTool,
         ToolContext,
@@ -179,6 +181,7 @@ __all__ = [
     "StructureError",
     "SurfaceOp",
     "SurfaceReplace",
+    "SyncSessionStore",
     "TextDelta",
     "TodoItem",
     "TodoSessionsError",
