@@ -134,6 +134,17 @@ def _offsets(path: Path, count: int, seed: int) -> list[tuple[str, int]]:
     return found
 
 
+def _damaged_copy(pristine: Path, copy: Path, offset: int) -> Path:
+    """A copy of ``pristine`` with every bit of the byte at ``offset`` flipped."""
+    shutil.copyfile(pristine, copy)
+    with copy.open("r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([(byte[0] if byte else 0) ^ 0xFF]))
+    return copy
+
+
 def _sqlite_says_damaged(path: Path) -> bool:
     try:
         conn = sqlite3.connect(path)
@@ -200,13 +211,7 @@ async def test_corrupted_copies_raise_only_typed_errors_and_verify_fails(tmp_pat
             seed=int(os.environ.get("CORRUPT_SEED", 20261201)),
         )
     ):
-        copy = tmp_path / f"c{n}.db"
-        shutil.copyfile(pristine, copy)
-        with copy.open("r+b") as f:
-            f.seek(offset)
-            byte = f.read(1)
-            f.seek(offset)
-            f.write(bytes([(byte[0] if byte else 0) ^ 0xFF]))
+        copy = _damaged_copy(pristine, tmp_path / f"c{n}.db", offset)
         sqlite_damaged = _sqlite_says_damaged(copy)
         url = f"sqlite:///{copy}"
         try:
@@ -215,13 +220,8 @@ async def test_corrupted_copies_raise_only_typed_errors_and_verify_fails(tmp_pat
             raise AssertionError(f"{kind} byte {offset}: raw {type(exc).__name__}: {exc}") from exc
         if sqlite_damaged:
             damaged += 1
-            probe = tmp_path / f"p{n}.db"  # _exercise may have written to the copy: verify anew
-            shutil.copyfile(pristine, probe)
-            with probe.open("r+b") as f:
-                f.seek(offset)
-                byte = f.read(1)
-                f.seek(offset)
-                f.write(bytes([(byte[0] if byte else 0) ^ 0xFF]))
+            # _exercise may have written to the copy: verify a fresh one
+            probe = _damaged_copy(pristine, tmp_path / f"p{n}.db", offset)
             result = await verify(f"sqlite:///{probe}")
             assert result.exit_code != 0, f"{kind} byte {offset}: verify passed\n{result.output}"
             assert "Traceback" not in result.output

@@ -15,7 +15,7 @@ import copy
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
@@ -498,15 +498,8 @@ class SessionStore:
         caller works, and memory stays flat for any session size.
         """
         reads.check_from_seq(from_seq)
-        size = page_size or self.page_size
-        seq = from_seq
-        while True:
-            page = (await self._read_events(session_id, seq, size))[1]
-            for event in page:
-                yield event
-            seq += len(page)
-            if len(page) < size:
-                return
+        async for event in self._pages(session_id, from_seq, page_size or self.page_size, None):
+            yield event
 
     async def follow(
         self,
@@ -529,14 +522,28 @@ class SessionStore:
         size = page_size or self.page_size
         recorder = await self._ready()
         async with recorder.wait_for_append(session_id) as wait:
-            seq = from_seq
-            while True:
-                page = (await self._read_events(session_id, seq, size))[1]
-                for event in page:
-                    yield event
-                seq += len(page)
-                if len(page) < size:
-                    await wait(poll_interval)
+            async for event in self._pages(session_id, from_seq, size, lambda: wait(poll_interval)):
+                yield event
+
+    async def _pages(
+        self,
+        session_id: str,
+        from_seq: int,
+        size: int,
+        wait: Callable[[], Awaitable[Any]] | None,
+    ) -> AsyncIterator[SessionEvent]:
+        """Events from ``from_seq``, a page (one short read transaction) at a time; at the end
+        of the log, stop (``wait`` None) or wait and read on."""
+        seq = from_seq
+        while True:
+            page = (await self._read_events(session_id, seq, size))[1]
+            for event in page:
+                yield event
+            seq += len(page)
+            if len(page) < size:
+                if wait is None:
+                    return
+                await wait()
 
     # -- integrity --------------------------------------------------------------------------
 
