@@ -399,3 +399,17 @@ def test_libpq_url_parameters_become_asyncpg_arguments(query: str, args: dict[st
     assert dict(target.connect_args) == args
     assert not target.url.query
     assert target.url.drivername == "postgresql+asyncpg"
+
+
+async def test_an_append_through_the_store_wakes_its_followers_at_once(store: SessionStore) -> None:
+    """No waiting for the next poll (SQLite) or notification round trip to be slow: a follower
+    of the same store sees a new event long before its poll interval would have passed."""
+    await store.create(header("w"))
+    await store.append("w", turn(0))
+    tail = store.follow("w", 6, poll_interval=60)
+    pending = asyncio.create_task(anext(tail))
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    await store.append("w", turn(6, 2))
+    assert (await asyncio.wait_for(pending, 10)).seq == 6
+    await tail.aclose()

@@ -400,6 +400,7 @@ class SQLiteRecorder:
         self._options = options
         self._writer: _Writer | None = None
         self._readers: _Readers | None = None
+        self._waiters: dict[str, set[asyncio.Event]] = {}
 
     async def open(self) -> None:
         if self._writer is not None:
@@ -426,7 +427,10 @@ class SQLiteRecorder:
         return self._writer
 
     async def append(self, batch: AppendBatch) -> AppendOutcome:
-        return await self._the_writer().append(batch)
+        outcome = await self._the_writer().append(batch)
+        for wake in self._waiters.get(batch.session_id, ()):
+            wake.set()  # followers in this process need not wait for their next poll
+        return outcome
 
     async def read(self, op: Callable[..., T], *args: Any) -> T:
         if self._readers is not None:
@@ -438,12 +442,24 @@ class SQLiteRecorder:
 
     @contextlib.asynccontextmanager
     async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
-        """SQLite has no notifications across processes: followers poll."""
+        """SQLite has no notifications across processes: followers poll every
+        ``poll_interval``, and an append through this store wakes them at once."""
+        wake = asyncio.Event()
+        self._waiters.setdefault(session_id, set()).add(wake)
 
         async def poll(interval: float) -> None:
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), interval)
+            wake.clear()
 
-        yield poll
+        try:
+            yield poll
+        finally:
+            waiters = self._waiters.get(session_id)
+            if waiters is not None:
+                waiters.discard(wake)
+                if not waiters:
+                    del self._waiters[session_id]
 
     async def check_integrity(self) -> list[str]:
         """``PRAGMA integrity_check`` (every page, index entry and constraint) and ``PRAGMA
