@@ -301,22 +301,27 @@ class StructureChecker:
         elif kind == "step/end":
             self.open_step = None
         elif kind == "assistant/message":
-            self._add_blocks(event, data)
+            self._add_blocks(event, data, self.open_turn)
         elif kind == "tool/call":
-            self._add_call(event, data)
+            self._add_call(event, data, self.open_turn)
         elif kind == "tool/result":
             call_id = _result_call_id(data)
             call = self._calls.get(call_id) if call_id is not None else None
             if call is not None:
                 call.answered = True
 
-    def _where(self, data: Mapping[str, Any]) -> tuple[int, int]:
-        turn = _int(data.get("turn")) or self.open_turn or 1
-        step = _int(data.get("step")) or self.open_step or self._last_step or 1
-        return turn, step
+    def _where(self, data: Mapping[str, Any], open_turn: int) -> tuple[int, int]:
+        """The turn and step an event names; else the open turn, and the open step, else the
+        last step of the turn, else 1. (A number 0 is a number: the closers must name the same
+        turn and step as the ``step/end`` and ``turn/end`` that follow them.)"""
+        turn = _int(data.get("turn"))
+        step = _int(data.get("step"))
+        if step is None:
+            step = self.open_step if self.open_step is not None else (self._last_step or 1)
+        return (open_turn if turn is None else turn), step
 
-    def _add_blocks(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
-        turn, step = self._where(data)
+    def _add_blocks(self, event: SessionEvent, data: Mapping[str, Any], open_turn: int) -> None:
+        turn, step = self._where(data, open_turn)
         for call_id, name in _tool_call_blocks(data):
             call = self._calls.get(call_id)
             if call is None or call.answered or call.block_seq is not None:
@@ -324,11 +329,11 @@ class StructureChecker:
             else:
                 call.block_seq = event.seq
 
-    def _add_call(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
+    def _add_call(self, event: SessionEvent, data: Mapping[str, Any], open_turn: int) -> None:
         call_id = data.get("callId")
         if not isinstance(call_id, str):
             return
-        turn, step = self._where(data)
+        turn, step = self._where(data, open_turn)
         call = self._calls.get(call_id)
         if call is None or call.answered or call.call_seq is not None:
             name = data.get("name")
