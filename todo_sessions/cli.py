@@ -761,5 +761,32 @@ def acp_cmd(ctx: Context) -> None:
         ctx.fail(str(exc))
 
 
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--allow-writes", is_flag=True, help="Allow forking from the page (default: read-only)."
+)
+@pass_ctx
+def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
+    """Browse and replay sessions in a web browser (needs the [web] extra; docs/web.md)."""
+    try:
+        from .web import serve
+    except ImportError as exc:
+        if ctx.debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    shown = f"[{host}]" if ":" in host else host
+    mode = "forking allowed" if allow_writes else "read-only"
+    ctx.err.print(f"serving {ctx.location()} on http://{shown}:{port}/ ({mode}; Ctrl-C stops)")
+    try:
+        serve(ctx.store(), host=host, port=port, allow_writes=allow_writes, database=ctx.location())
+    except (TodoSessionsError, OSError) as exc:
+        if ctx.debug:
+            raise
+        ctx.fail(str(exc))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name="todo-sessions")

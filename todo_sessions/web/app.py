@@ -1,0 +1,383 @@
+"""The Starlette application: pages, the JSON API the pages use, live updates and export.
+
+Routes (``ID`` is the percent-encoded session id; ids may contain ``/``):
+
+- ``GET /``: the session list (``?limit=N&before=ID``: the page after session ID).
+- ``GET /open?id=ID``: redirects to the session page.
+- ``GET /sessions/ID?at=SEQ``: the session page at SEQ (default: the end).
+- ``GET /api/sessions?limit=N&before=ID``: the list as JSON.
+- ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) and derived messages as of
+  SEQ; ``&html=1`` adds the panes as HTML and leaves the messages list out.
+- ``GET /api/sessions/ID/timeline?at=SEQ``: the timeline page that holds SEQ, as HTML.
+- ``GET /api/sessions/ID/events?from=SEQ``: server-sent events, one per appended event.
+- ``GET /api/sessions/ID/export``: the JSONL export, as a download.
+- ``POST /api/sessions/ID/fork?at=SEQ``: fork at SEQ; refused (403) unless writes are allowed.
+
+The server is read-only unless ``allow_writes``: the only write is fork. A write must come from
+the page itself (a request with a foreign ``Origin`` is refused), and the ``Host`` header must
+name this server (DNS rebinding), see `create_app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import (
+    InvalidEventError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StructureError,
+    TodoSessionsError,
+)
+from ..jsonl import export_lines
+from ..store.store import SessionStore
+from . import views
+from .render import render, render_messages, render_row, render_todos, session_url
+
+__all__ = ["LOCAL_HOSTS", "create_app"]
+
+STATIC = Path(__file__).parent / "static"
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+LIST_LIMIT = 50
+MAX_LIST_LIMIT = 500
+
+HEARTBEAT_SECONDS = 15.0
+"""A comment line on an idle event stream, so a closed browser tab is noticed."""
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""Nothing from the network, no inline script: even a missed escape could not run code."""
+
+
+class _SecurityHeaders:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                ]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _int(request: Request, name: str, default: int | None, *, low: int = 0) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be an integer, got {raw!r}") from None
+    if value < low:
+        raise HTTPException(400, f"{name} must be >= {low}, got {value}")
+    return value
+
+
+def _session_id(request: Request) -> str:
+    value: str = request.path_params["session_id"]
+    return value
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def create_app(
+    store: SessionStore | str,
+    *,
+    allow_writes: bool = False,
+    allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
+    database: str | None = None,
+    own_store: bool | None = None,
+) -> Starlette:
+    """The web application over ``store`` (a `SessionStore`, or a URL to open one).
+
+    The app opens the store when it starts and closes it when it stops if it opened it.
+    ``allowed_hosts``: the ``Host`` names accepted (``None``: any, for a server bound to every
+    interface). ``database``: what the page header shows (default: the store's URL).
+    ``own_store``: close the store when the app stops (default: only a store it opened).
+    """
+    owned = not isinstance(store, SessionStore) if own_store is None else own_store
+    the_store = SessionStore(store) if isinstance(store, str) else store
+    shown_db = database if database is not None else the_store.url
+    base = {"database": shown_db, "writes": allow_writes}
+
+    def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(render(template, **base, **context), status_code=code)
+
+    async def summary_or_404(session_id: str) -> Any:
+        try:
+            return await the_store.summary(session_id)
+        except SessionNotFoundError:
+            raise HTTPException(404, f"no session {session_id!r}") from None
+        except InvalidEventError as exc:  # not a valid id at all
+            raise HTTPException(404, str(exc)) from None
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def sessions_page(request: Request) -> Response:
+        limit = _int(request, "limit", LIST_LIMIT, low=1) or LIST_LIMIT
+        limit = min(limit, MAX_LIST_LIMIT)
+        before = request.query_params.get("before") or None
+        if before is not None:
+            await summary_or_404(before)
+        entries, more = await views.list_page(the_store, limit=limit, before=before)
+        return page("sessions.html", entries=entries, more=more, limit=limit, before=before)
+
+    async def open_session(request: Request) -> Response:
+        session_id = request.query_params.get("id", "").strip()
+        if not session_id:
+            return RedirectResponse("/", status_code=303)
+        return RedirectResponse(session_url(session_id), status_code=303)
+
+    async def session_page(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        last = summary.next_seq - 1
+        at = views.clamp(_int(request, "at", None), last)
+        header = await the_store.header(session_id)
+        turns = await the_store.count(session_id, type="turn/start")
+        state = await views.load_state(the_store, session_id, at, last)
+        start = views.page_start(at)
+        rows = await views.load_timeline(the_store, session_id, start)
+        data = views.SessionPage(header.model_dump(), summary, turns, state, start, rows)
+        return page(
+            "session.html",
+            page=data,
+            state=state,
+            start=start,
+            rows=rows,
+            session_id=session_id,
+            next_seq=summary.next_seq,
+            page_size=views.TIMELINE_PAGE,
+            shown=views.MESSAGES_SHOWN,
+        )
+
+    # -- the JSON API --------------------------------------------------------------------------
+
+    async def api_sessions(request: Request) -> Response:
+        limit = min(_int(request, "limit", LIST_LIMIT, low=1) or LIST_LIMIT, MAX_LIST_LIMIT)
+        before = request.query_params.get("before") or None
+        if before is not None:
+            await summary_or_404(before)
+        entries, more = await views.list_page(the_store, limit=limit, before=before)
+        return JSONResponse({"sessions": [e.to_json() for e in entries], "next": more})
+
+    async def api_state(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        last = summary.next_seq - 1
+        at = views.clamp(_int(request, "at", None), last)
+        state = await views.load_state(the_store, session_id, at, last)
+        with_html = request.query_params.get("html") == "1"
+        body = {"session": session_id, **state.to_json(with_messages=not with_html)}
+        if with_html:
+            body["html"] = {
+                "todos": render_todos(state),
+                "messages": render_messages(state, views.MESSAGES_SHOWN),
+            }
+        return JSONResponse(body)
+
+    async def api_timeline(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        at = views.clamp(_int(request, "at", None), summary.next_seq - 1)
+        start = views.page_start(at)
+        rows = await views.load_timeline(the_store, session_id, start)
+        html = render(
+            "_timeline.html",
+            session_id=session_id,
+            start=start,
+            rows=rows,
+            next_seq=summary.next_seq,
+            page_size=views.TIMELINE_PAGE,
+        )
+        return JSONResponse(
+            {"session": session_id, "start": start, "next": summary.next_seq, "html": html}
+        )
+
+    async def api_events(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        from_seq = _int(request, "from", summary.next_seq)
+        assert from_seq is not None
+        return StreamingResponse(
+            _event_stream(the_store, session_id, from_seq),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def api_export(request: Request) -> Response:
+        session_id = _session_id(request)
+        await summary_or_404(session_id)
+
+        async def lines() -> AsyncIterator[bytes]:
+            async with views.closing(export_lines(the_store, session_id)) as exported:
+                async for line in exported:
+                    yield (line + "\n").encode()
+
+        filename = quote(f"{session_id}.jsonl", safe="")
+        return StreamingResponse(
+            lines(),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f"attachment; filename*=UTF-8''{filename}"},
+        )
+
+    async def api_fork(request: Request) -> Response:
+        if not allow_writes:
+            raise HTTPException(
+                403, "this server is read-only: start it with --allow-writes to fork sessions"
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            raise HTTPException(403, "a fork must come from this server's own page")
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        at = _int(request, "at", None)
+        if at is not None and at >= summary.next_seq:
+            raise HTTPException(400, f"seq {at} is past the end of session {session_id!r}")
+        try:
+            log = await the_store.fork(session_id, at)
+        except StructureError as exc:
+            raise HTTPException(409, f"{exc}; pick a seq between turns") from None
+        except SessionExistsError as exc:
+            raise HTTPException(409, str(exc)) from None
+        child = log.header.id
+        return JSONResponse(
+            {"id": child, "url": session_url(child), "inherited": log.header.seed_length},
+            status_code=201,
+        )
+
+    # -- errors -----------------------------------------------------------------------------
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if _wants_json(request):
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        return page("error.html", exc.status_code, status=exc.status_code, message=exc.detail)
+
+    async def library_error(request: Request, exc: Exception) -> Response:
+        message = str(exc)
+        if _wants_json(request):
+            return JSONResponse({"error": message}, status_code=500)
+        return page("error.html", 500, status=500, message=message)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await the_store.open()
+        try:
+            yield
+        finally:
+            if owned:
+                await the_store.aclose()
+
+    routes = [
+        Route("/", sessions_page),
+        Route("/open", open_session),
+        Route("/api/sessions", api_sessions),
+        Route("/api/sessions/{session_id:path}/state", api_state),
+        Route("/api/sessions/{session_id:path}/timeline", api_timeline),
+        Route("/api/sessions/{session_id:path}/events", api_events),
+        Route("/api/sessions/{session_id:path}/export", api_export),
+        Route("/api/sessions/{session_id:path}/fork", api_fork, methods=["POST"]),
+        Route("/sessions/{session_id:path}", session_page),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    middleware = [Middleware(_SecurityHeaders)]
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        HTTPException: http_error,
+        TodoSessionsError: library_error,
+    }
+    app = Starlette(
+        routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan
+    )
+    app.state.store = the_store
+    app.state.allow_writes = allow_writes
+    return app
+
+
+async def _event_stream(store: SessionStore, session_id: str, from_seq: int) -> AsyncIterator[str]:
+    """Server-sent events: ``append`` with ``{seq, type, next, html}`` for each event appended
+    from ``from_seq`` on (read with `SessionStore.follow`), and a comment line when idle."""
+    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1000)
+    done = object()
+
+    async def pump() -> None:
+        try:
+            async with views.closing(
+                store.follow(session_id, from_seq, poll_interval=0.1)
+            ) as events:
+                async for event in events:
+                    await queue.put(event)
+        except SessionNotFoundError:
+            pass
+        finally:
+            await queue.put(done)
+
+    task = asyncio.create_task(pump())
+    calls: dict[str, str] = {}
+    try:
+        yield ": following\n\n"
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), HEARTBEAT_SECONDS)
+            except TimeoutError:
+                yield ": idle\n\n"
+                continue
+            if item is done:
+                yield "event: gone\ndata: {}\n\n"
+                return
+            row = views.event_row(item, calls)
+            payload = {
+                "seq": item.seq,
+                "type": item.type,
+                "time": item.time,
+                "updated": views.when(item.time),
+                "html": render_row(row),
+            }
+            yield f"event: append\nid: {item.seq}\ndata: {json.dumps(payload)}\n\n"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

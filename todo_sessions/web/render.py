@@ -1,0 +1,61 @@
+"""HTML from the values of `views`: Jinja2 templates with autoescaping on for everything.
+
+Every value a template prints is escaped unless it is marked safe, and nothing here marks
+stored text safe: ids, titles, messages, tool arguments and results always render as text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, FileSystemLoader
+
+from .views import Row, State, when
+
+__all__ = ["render", "render_messages", "render_row", "render_todos", "session_url"]
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def session_url(session_id: str, at: int | None = None) -> str:
+    """``/sessions/ID?at=SEQ`` with the id percent-encoded (an id may hold ``/`` or ``?``)."""
+    url = f"/sessions/{quote(session_id, safe='')}"
+    return url if at is None else f"{url}?at={at}"
+
+
+def api_url(session_id: str, what: str, **params: Any) -> str:
+    url = f"/api/sessions/{quote(session_id, safe='')}/{what}"
+    query = {k: v for k, v in params.items() if v is not None}
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,  # every template, whatever its name
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(session_url=session_url, api_url=api_url, when=when)
+    return env
+
+
+ENV = _env()
+
+
+def render(template: str, **context: Any) -> str:
+    return ENV.get_template(template).render(**context)
+
+
+def render_row(row: Row) -> str:
+    return ENV.get_template("_row.html").render(row=row)
+
+
+def render_todos(state: State) -> str:
+    return ENV.get_template("_todos.html").render(state=state)
+
+
+def render_messages(state: State, shown: int) -> str:
+    return ENV.get_template("_messages.html").render(state=state, shown=shown)
