@@ -123,7 +123,7 @@ class Row:
     seq: int
     type: str
     kind: str
-    """CSS class: turn, step, user, assistant, call, result, todo, end, seed, minor."""
+    """CSS class: turn, step, user, assistant, call, result, todo, end, seed, chunk, other."""
     label: str
     text: str = ""
     reasoning: str = ""
@@ -234,8 +234,8 @@ def event_row(event: SessionEvent, calls: dict[str, str]) -> Row:
     if kind == "assistant/chunk":
         chunk = data.get("chunk") or {}
         piece = chunk.get("text") or chunk.get("name") or ""
-        return Row(seq, kind, "minor", f"chunk {chunk.get('type', '')}", text=piece, minor=True)
-    return Row(seq, kind, "minor", kind, detail=_short_json(data), minor=True)
+        return Row(seq, kind, "chunk", f"chunk {chunk.get('type', '')}", text=piece, minor=True)
+    return Row(seq, kind, "other", kind, detail=_short_json(data), minor=True)
 
 
 async def load_timeline(store: SessionStore, session_id: str, start: int) -> list[Row]:

@@ -1,0 +1,387 @@
+"""The web viewer over HTTP (Starlette's TestClient): pages and the JSON API agree with the
+library's projections at any seq, unknown ids are 404, stored text is escaped, and the server
+refuses writes unless told otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx2")
+
+from factories import T0, header, todo_write, turn, user_message
+from markupsafe import escape
+from starlette.testclient import TestClient
+
+from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
+from todo_sessions.demo import run_demo
+from todo_sessions.jsonl import export_lines
+from todo_sessions.web import create_app
+from todo_sessions.web.views import TIMELINE_PAGE, messages_json
+
+DEMO = "demo-web"
+HOSTILE_TEXT = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
+HOSTILE_ID = 'evil/"><script>alert(2)</script>?x=1#y'
+
+
+# -- helpers shared with the browser and live tests -------------------------------------------
+
+
+def make_demo(url: str, session_id: str = DEMO) -> None:
+    async def main() -> None:
+        async with SessionStore(url) as store:
+            await run_demo(store, session_id=session_id)
+
+    asyncio.run(main())
+
+
+def todo_pane(page: str) -> list[tuple[str, str, str]]:
+    """(content, status, change) of each item of the todo pane in ``page``."""
+    pane = page.split('id="todos"', 1)[1] if 'id="todos"' in page else page
+    pane = pane.split('id="messages"', 1)[0]
+    items = re.findall(
+        r'<li class="todo [^"]*" data-status="([^"]*)" data-change="([^"]*)">'
+        r'.*?<span class="content">(.*?)</span>',
+        pane,
+        re.S,
+    )
+    return [(html.unescape(content), status, change) for status, change, content in items]
+
+
+def message_roles(page: str) -> list[str]:
+    pane = page.split('id="messages"', 1)[1] if 'id="messages"' in page else page
+    return re.findall(r'<li class="msg role-[^"]*" data-role="([^"]*)">', pane)
+
+
+def current(todos: Any) -> list[tuple[str, str]] | None:
+    return None if todos is None else [(t.content, t.status) for t in todos]
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('web') / 'web.db'}"
+    make_demo(url)
+    with SyncSessionStore(url) as store:
+        # hostile text everywhere a page shows stored text
+        store.create(header(HOSTILE_ID, title=HOSTILE_TEXT, cwd="/" + HOSTILE_TEXT))
+        events = turn(0, text=HOSTILE_TEXT)
+        events[2] = todo_write(2, (HOSTILE_TEXT, "in_progress"))
+        store.append(HOSTILE_ID, events)
+        # an interrupted turn that crash repair closes (a started call without a result)
+        store.create(header("crashed", title="crashed"))
+        call = {"type": "tool-call", "id": "c1", "name": "rm_rf", "arguments": "{}"}
+        store.append(
+            "crashed",
+            [
+                SessionEvent("turn/start", 0, T0, {"turn": 1}),
+                user_message(1, "go"),
+                SessionEvent("step/start", 2, T0, {"turn": 1, "step": 1}),
+                SessionEvent(
+                    "assistant/message",
+                    3,
+                    T0,
+                    {
+                        "turn": 1,
+                        "step": 1,
+                        "message": {
+                            "id": "a1",
+                            "role": "assistant",
+                            "content": [call],
+                            "source": {"kind": "model", "provider": "p", "model": "m"},
+                        },
+                    },
+                    surface_op="append",
+                ),
+                SessionEvent(
+                    "tool/call",
+                    4,
+                    T0,
+                    {"turn": 1, "step": 1, "callId": "c1", "name": "rm_rf", "arguments": "{}"},
+                ),
+            ],
+        )
+        store.load("crashed")
+        # a long one: more than two timeline pages
+        store.create(header("long", title="long"))
+        events = []
+        for number in range(1, 80):
+            events += turn(len(events), number, text=f"message {number}")
+        store.append("long", events)
+    return url
+
+
+@pytest.fixture(scope="module")
+def client(db: str) -> Iterator[TestClient]:
+    with TestClient(create_app(db, allowed_hosts=["testserver"])) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def store(db: str) -> Iterator[SyncSessionStore]:
+    with SyncSessionStore(db) as store:
+        yield store
+
+
+# -- the session list -----------------------------------------------------------------------------
+
+
+def test_the_list_shows_every_session_with_counts(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert f'<tr data-id="{DEMO}">' in page.text
+    assert "Fix mean() in calc.py" in page.text and "/demo/repo" in page.text
+    body = client.get("/api/sessions").json()
+    by_id = {s["id"]: s for s in body["sessions"]}
+    assert set(by_id) == {DEMO, HOSTILE_ID, "crashed", "long"}
+    assert by_id[DEMO]["turns"] == 2
+    assert by_id["long"]["events"] == 79 * 6 and by_id["long"]["turns"] == 79
+    assert body["next"] is None
+
+
+def test_the_list_pages_with_before(client: TestClient, store: SyncSessionStore) -> None:
+    everything = [s.id for s in store.list()]
+    first = client.get("/api/sessions?limit=2").json()
+    assert [s["id"] for s in first["sessions"]] == everything[:2]
+    assert first["next"] == everything[1]
+    second = client.get("/api/sessions", params={"limit": 2, "before": first["next"]}).json()
+    assert [s["id"] for s in second["sessions"]] == everything[2:4]
+    page = client.get("/?limit=2").text
+    link = re.search(r'id="next-page" href="([^"]*)"', page)
+    assert link is not None
+    follow = client.get(html.unescape(link.group(1))).text
+    assert all(f'<tr data-id="{escape(i)}">' in follow for i in everything[2:4])
+
+
+def test_bad_list_parameters_are_400_or_404(client: TestClient) -> None:
+    assert client.get("/api/sessions?limit=0").status_code == 400
+    assert client.get("/api/sessions?limit=abc").status_code == 400
+    assert client.get("/api/sessions?before=nobody").status_code == 404
+
+
+# -- the session page at a seq --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("at", [0, 1, 16, 17, 36, 40, 70, 100, 137])
+def test_the_panes_equal_the_projections_at_that_seq(
+    client: TestClient, store: SyncSessionStore, at: int
+) -> None:
+    todos = store.current_todos(DEMO, upto_seq=at)
+    messages = messages_json(store.derive_messages(DEMO, upto_seq=at))
+
+    page = client.get(f"/sessions/{DEMO}", params={"at": at})
+    assert page.status_code == 200
+    assert f'data-at="{at}"' in page.text
+    shown = [(c, s) for c, s, change in todo_pane(page.text) if change != "removed"]
+    assert shown == (current(todos) or [])
+    assert message_roles(page.text) == [m["role"] for m in messages]
+
+    state = client.get(f"/api/sessions/{DEMO}/state", params={"at": at}).json()
+    assert state["at"] == at
+    assert state["messages"] == messages
+    assert state["todos"] == (None if todos is None else [t.model_dump() for t in todos])
+
+    fragments = client.get(f"/api/sessions/{DEMO}/state", params={"at": at, "html": 1}).json()
+    assert "messages" not in fragments and fragments["messageCount"] == len(messages)
+    panes = '<div id="todos">' + fragments["html"]["todos"]
+    panes += '<div id="messages">' + fragments["html"]["messages"]
+    listed = [(c, s) for c, s, change in todo_pane(panes) if change != "removed"]
+    assert listed == (current(todos) or [])
+    assert message_roles(panes) == [m["role"] for m in messages]
+
+
+def test_the_todo_pane_marks_what_the_last_write_changed(
+    client: TestClient, store: SyncSessionStore
+) -> None:
+    writes = [e.seq for e in store.read_from(DEMO) if e.type == "todo/write"]
+    state = client.get(f"/api/sessions/{DEMO}/state", params={"at": writes[1] + 1}).json()
+    assert state["todoWriteSeq"] == writes[1]
+    assert state["previousTodoWriteSeq"] == writes[0]
+    changes = {c["content"]: (c["change"], c["before"]) for c in state["todoChanges"]}
+    assert changes == {
+        "Read calc.py and its test": ("status", "in_progress"),
+        "Fix the off-by-one in mean()": ("status", "pending"),
+        "Run the tests": ("same", None),
+    }
+    first = client.get(f"/api/sessions/{DEMO}/state", params={"at": writes[0]}).json()
+    assert {c["change"] for c in first["todoChanges"]} == {"added"}
+    assert first["previousTodoWriteSeq"] is None
+    # turn 2 replaces the list: the three old items are removed, two are new
+    later = client.get(f"/api/sessions/{DEMO}/state", params={"at": writes[4]}).json()
+    kinds = sorted(c["change"] for c in later["todoChanges"])
+    assert kinds == ["added", "added", "removed", "removed", "removed"]
+    page = client.get(f"/sessions/{DEMO}", params={"at": writes[4]}).text
+    assert [change for _, _, change in todo_pane(page)].count("removed") == 3
+
+
+def test_no_seq_means_the_end_and_past_the_end_is_clamped(
+    client: TestClient, store: SyncSessionStore
+) -> None:
+    last = store.summary(DEMO).next_seq - 1
+    assert f'data-at="{last}"' in client.get(f"/sessions/{DEMO}").text
+    assert client.get(f"/api/sessions/{DEMO}/state?at=99999").json()["at"] == last
+    assert client.get(f"/api/sessions/{DEMO}/state?at=-1").status_code == 400
+    assert client.get(f"/api/sessions/{DEMO}/state?at=x").status_code == 400
+
+
+def test_the_timeline_shows_turns_messages_calls_and_results(client: TestClient) -> None:
+    page = client.get(f"/sessions/{DEMO}", params={"at": 20}).text
+    assert '<li class="ev turn" data-seq="0"' in page
+    assert '<li class="ev user" data-seq="1"' in page
+    assert '<li class="ev assistant" data-seq="14"' in page
+    assert '<details class="reasoning"><summary>reasoning</summary>' in page  # collapsed
+    assert '<li class="ev call" data-seq="18"' in page and "→ read_file" in page
+    assert '<li class="ev result" data-seq="19"' in page and "← read_file" in page
+    assert '<li class="ev todo" data-seq="16"' in page
+    assert '<li class="ev chunk minor" data-seq="3"' in page  # chunks: hidden unless asked for
+    assert 'class="ev step" data-seq="2"' in page
+
+
+def test_repairs_are_marked(client: TestClient) -> None:
+    page = client.get("/sessions/crashed").text
+    assert re.search(r'<li class="ev result repair" data-seq="5"', page)
+    assert "TOOL_OUTCOME_UNKNOWN" in page
+    assert re.search(r'<li class="ev end repair" data-seq="7"', page)
+    assert "turn 1 ended: interrupted" in page
+
+
+def test_a_long_session_pages_its_timeline(client: TestClient) -> None:
+    page = client.get("/sessions/long", params={"at": TIMELINE_PAGE + 50}).text
+    seqs = [int(s) for s in re.findall(r'<li class="ev [^"]*" data-seq="(\d+)"', page)]
+    assert seqs == list(range(TIMELINE_PAGE, 2 * TIMELINE_PAGE))
+    assert f'data-goto="{TIMELINE_PAGE - 1}"' in page  # earlier events
+    later = re.search(r'<p class="pager later"( hidden)?>', page)
+    assert later is not None and later.group(1) is None
+    body = client.get("/api/sessions/long/timeline", params={"at": 10}).json()
+    assert body["start"] == 0
+    assert re.findall(r'data-seq="(\d+)"', body["html"])[:3] == ["0", "1", "2"]
+
+
+def test_unknown_ids_are_404(client: TestClient) -> None:
+    page = client.get("/sessions/nobody")
+    assert page.status_code == 404
+    assert "no session &#39;nobody&#39;" in page.text
+    for what in ("state", "timeline", "events", "export"):
+        answer = client.get(f"/api/sessions/nobody/{what}")
+        assert answer.status_code == 404, what
+        assert "nobody" in answer.json()["error"]
+    assert client.get("/nowhere").status_code == 404
+    assert client.get("/sessions/" + "x" * 300).status_code == 404  # not even a valid id
+
+
+# -- escaping and the server's defences -----------------------------------------------------------
+
+
+def test_hostile_content_renders_as_text(client: TestClient) -> None:
+    listing = client.get("/").text
+    page = client.get("/sessions/" + _quoted(HOSTILE_ID)).text
+    fragments = client.get(f"/api/sessions/{_quoted(HOSTILE_ID)}/state?html=1").json()["html"]
+    for text in (listing, page, fragments["todos"], fragments["messages"]):
+        assert "<script>alert" not in text
+        assert "<img src=x" not in text
+    escaped = str(escape(HOSTILE_TEXT))
+    assert escaped in listing and escaped in page and escaped in fragments["messages"]
+    assert escaped in fragments["todos"]
+    assert str(escape(HOSTILE_ID)) in page
+    assert [c for c, _, _ in todo_pane(page)] == [HOSTILE_TEXT]  # the text itself, intact
+    # the JSON API gives the stored text back exactly
+    state = client.get(f"/api/sessions/{_quoted(HOSTILE_ID)}/state").json()
+    assert state["messages"][0]["content"][0]["text"] == HOSTILE_TEXT
+
+
+def test_pages_forbid_inline_script_and_foreign_hosts(client: TestClient) -> None:
+    answer = client.get("/")
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/", headers={"host": "evil.example"}).status_code == 400
+
+
+def test_the_static_files_are_served(client: TestClient) -> None:
+    assert "EventSource" in client.get("/static/app.js").text
+    assert client.get("/static/app.css").status_code == 200
+
+
+def _quoted(session_id: str) -> str:
+    from urllib.parse import quote
+
+    return quote(session_id, safe="")
+
+
+# -- export and fork ------------------------------------------------------------------------------
+
+
+def test_export_downloads_the_jsonl_of_the_library(client: TestClient, db: str) -> None:
+    answer = client.get(f"/api/sessions/{DEMO}/export")
+    assert answer.status_code == 200
+    assert "attachment" in answer.headers["content-disposition"]
+
+    async def expected() -> list[str]:
+        async with SessionStore(db) as store:
+            return [line async for line in export_lines(store, DEMO)]
+
+    assert answer.text.splitlines() == asyncio.run(expected())
+    assert json.loads(answer.text.splitlines()[0])["header"]["id"] == DEMO
+
+
+def test_fork_is_refused_by_a_read_only_server(client: TestClient, store: SyncSessionStore) -> None:
+    before = [s.id for s in store.list()]
+    answer = client.post(f"/api/sessions/{DEMO}/fork?at=40")
+    assert answer.status_code == 403
+    assert "--allow-writes" in answer.json()["error"]
+    assert [s.id for s in store.list()] == before
+    assert 'id="fork" type="button" disabled' in client.get(f"/sessions/{DEMO}").text
+
+
+def test_fork_with_writes_allowed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fork.db'}"
+    make_demo(url)
+    app = create_app(url, allow_writes=True, allowed_hosts=["testserver"])
+    with TestClient(app) as client, SyncSessionStore(url) as store:
+        between = next(e.seq for e in store.read_from(DEMO) if e.type == "turn/end")
+        answer = client.post(f"/api/sessions/{DEMO}/fork?at={between}")
+        assert answer.status_code == 201, answer.text
+        child = answer.json()["id"]
+        assert answer.json()["url"] == f"/sessions/{child}"
+        assert store.header(child).parent_session == DEMO
+        assert store.header(child).seed_length == between + 1
+        assert client.get(answer.json()["url"]).status_code == 200
+        inside = client.post(f"/api/sessions/{DEMO}/fork?at=5")
+        assert inside.status_code == 409 and "between turns" in inside.json()["error"]
+        foreign = client.post(
+            f"/api/sessions/{DEMO}/fork?at={between}", headers={"origin": "http://evil.example"}
+        )
+        assert foreign.status_code == 403
+        assert client.post(f"/api/sessions/{DEMO}/fork?at=99999").status_code == 400
+        assert 'id="fork" type="button">' in client.get(f"/sessions/{DEMO}").text
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def test_serve_without_the_extra_names_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['starlette'] = None\n"
+        f"sys.argv = ['todo-sessions', '--db', {str(tmp_path / 'a.db')!r}, 'serve']\n"
+        "from todo_sessions._console import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "pip install 'todo-sessions[web]'" in lines[0]
