@@ -10,7 +10,7 @@ import pytest
 from todo_sessions import ScriptedModel, ScriptedResponse, SessionStore
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.builtin import builtin_tools
-from todo_sessions.acp.mapping import update_to_wire
+from todo_sessions.acp.mapping import replay_updates, update_to_wire
 from todo_sessions.service import SessionService
 
 
@@ -93,8 +93,12 @@ async def test_live_text_is_streamed_once_chunk_by_chunk(tmp_path: Any) -> None:
     said = [u for u in conn.sent if u["sessionUpdate"] == "agent_message_chunk"]
     thought = [u for u in conn.sent if u["sessionUpdate"] == "agent_thought_chunk"]
     assert "".join(u["content"]["text"] for u in said) == "all done here"
-    assert len(said) == 3 and {u["messageId"] for u in said} == {"t1.1"}
+    assert len(said) == 3 and {u["messageId"] for u in said} == {"seq-3"}  # the first chunk
     assert "".join(u["content"]["text"] for u in thought) == "hmm, ok"
+    assert {u["messageId"] for u in thought} == {"seq-3-thought"}
+    events = agent.service.get(sid).events
+    replayed = [update_to_wire(u) for u in replay_updates(events)]
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == conn.sent
     await agent.service.aclose()
 
 

@@ -18,6 +18,7 @@ except ImportError as exc:  # the [acp] extra is not installed
     ) from exc
 
 from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, spawn_agent_process
+from acp.agent.connection import AgentSideConnection
 from acp.schema import (
     AgentCapabilities,
     Implementation,
@@ -38,6 +39,7 @@ from acp.schema import ToolCallProgress as ToolCallProgress
 from acp.schema import ToolCallStart as ToolCallStart
 from acp.schema import ToolKind as ToolKind
 from acp.schema import UserMessageChunk as UserMessageChunk
+from acp.stdio import stdio_streams
 from pydantic import BaseModel
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "Agent",
     "AgentCapabilities",
     "AgentMessageChunk",
+    "AgentSideConnection",
     "AgentThoughtChunk",
     "Client",
     "ContentBlock",
@@ -68,6 +71,7 @@ __all__ = [
     "UserMessageChunk",
     "run_agent",
     "spawn_agent_process",
+    "stdio_streams",
     "wire_dump",
 ]
 

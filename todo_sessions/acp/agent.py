@@ -11,6 +11,12 @@ See docs/design.md, "ACP bridge".
   An unknown id is ``RequestError.resource_not_found``.
 - At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
   completed entries when a turn starts).
+- Live updates and replays go through the same `UpdateMapper`, so the live stream of a turn
+  and its replay are the same updates with the same message ids. When the first prompt takes
+  over a session whose last turn was interrupted, the repair's events (results of the calls
+  left open, ``turn/end``) are streamed before the turn's own updates.
+- ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
+  is answered with the JSON-RPC error it deserves and the agent keeps running.
 """
 
 from __future__ import annotations
@@ -31,13 +37,8 @@ from ..session import Session
 from ..tools.registry import ToolRegistry
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
-from .mapping import (
-    SessionUpdate,
-    chunk_to_updates,
-    event_to_updates,
-    replay_updates,
-    todos_to_plan,
-)
+from .jsonrpc import GuardedStdioTransport
+from .mapping import SessionUpdate, UpdateMapper, replay_updates, todos_to_plan
 
 __all__ = ["TodoSessionsAgent", "serve"]
 
@@ -98,6 +99,10 @@ class TodoSessionsAgent:
         self._tools = tools_factory()
         self._conn: Any = None
         self._loops: dict[str, AgentLoop] = {}
+        self._mappers: dict[str, UpdateMapper] = {}
+        """Per live session: what this agent's client was shown so far."""
+        self._backlog: dict[str, list[SessionEvent]] = {}
+        """Per live session: events appended on resume (crash repair), not sent yet."""
         self.max_steps = max_steps
 
     def on_connect(self, conn: Any) -> None:
@@ -118,19 +123,39 @@ class TodoSessionsAgent:
     async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
         with _client_errors():
             session = await self.service.new(cwd=cwd, origin="acp")
+        self._mappers[session.id] = self._mapper()
         return _sdk.NewSessionResponse(session_id=session.id)
 
+    def _mapper(self) -> UpdateMapper:
+        return UpdateMapper(present_call=self._tools.present_call)
+
     async def _live(self, session_id: str) -> Session:
-        """The session, owned live by this agent (resumed, and so repaired, if need be)."""
+        """The session, owned live by this agent (resumed, and so repaired, if need be).
+
+        On resume, the events the repair appended are kept in ``_backlog`` for the prompt to
+        stream first; the mapper is primed with the log the client could already have seen.
+        """
         if session_id in self.service.live_ids():
-            return self.service.get(session_id)
+            session = self.service.get(session_id)
+            if session_id not in self._mappers:  # made live by someone else: assume all seen
+                mapper = self._mappers[session_id] = self._mapper()
+                for event in session.events:
+                    mapper.feed(event)
+            return session
         try:
             with _client_errors():
-                return await self.service.resume(session_id)
+                stored = await self.service.store.count(session_id)
+                session = await self.service.resume(session_id)
         except SessionNotFoundError:
             raise _sdk.RequestError.resource_not_found(session_id) from None
         except SessionExistsError:  # resumed concurrently by another request
-            return self.service.get(session_id)
+            return await self._live(session_id)
+        mapper = self._mappers[session_id] = self._mapper()
+        events = session.events
+        for event in events[:stored]:
+            mapper.feed(event)
+        self._backlog[session_id] = list(events[stored:])
+        return session
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
         """Replay the stored log. Loading only reads: another process may be running a turn of
@@ -172,18 +197,24 @@ class TodoSessionsAgent:
         self, session: Session, loop: AgentLoop, prompt: list[Any]
     ) -> _sdk.PromptResponse:
         session_id = session.id
+        mapper = self._mappers[session_id]
+        for event in self._backlog.pop(session_id, ()):  # the repair, before the turn
+            for update in mapper.feed(event):
+                await self._send(session_id, update)
         todos = session.todos
         if todos and any(t.status != "completed" for t in todos):
             await self._send(session_id, todos_to_plan(todos))
         queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
 
         def forward(event: SessionEvent) -> None:
-            if event.type != "user/message":  # the client already shows its own prompt
-                queue.put_nowait(event)
+            queue.put_nowait(event)
 
         async def sender() -> None:
             while (event := await queue.get()) is not None:
-                for update in self._live_updates(event):
+                updates = mapper.feed(event)
+                if event.type == "user/message":
+                    continue  # the client already shows its own prompt
+                for update in updates:
                     await self._send(session_id, update)
 
         unsubscribe = session.subscribe(forward)
@@ -202,24 +233,30 @@ class TodoSessionsAgent:
             raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
         return _sdk.PromptResponse(stop_reason=_STOP_REASONS.get(outcome.reason, "end_turn"))
 
-    def _live_updates(self, event: SessionEvent) -> list[SessionUpdate]:
-        """Updates for an event as it happens: streamed deltas as they arrive, so a streamed
-        assistant message sends nothing more (its text went out chunk by chunk)."""
-        if event.type == "assistant/chunk":
-            return chunk_to_updates(event)
-        if event.type == "assistant/message" and event.source_event_seqs:
-            return []
-        return event_to_updates(event, present_call=self._tools.present_call)
-
     async def cancel(self, session_id: str, **_: Any) -> None:
         loop = self._loops.get(session_id)
         if loop is not None:
             loop.cancel()
 
 
-async def serve(service: SessionService) -> None:
-    """Run the agent over stdin/stdout until the client disconnects."""
+async def serve(service: SessionService, agent: TodoSessionsAgent | None = None) -> None:
+    """Run the agent (default: the built-in one) over stdin/stdout until the client
+    disconnects. Malformed input lines are answered and skipped (`GuardedStdioTransport`)."""
     async with service:
+        reader, writer = await _sdk.stdio_streams(limit=_STDIO_LIMIT)
+        transport = GuardedStdioTransport(reader, writer)
         # Structurally an SDK `Agent` (it implements the methods the protocol needs; the SDK's
         # Protocol also lists optional ones such as fork_session that we answer "not found").
-        await _sdk.run_agent(TodoSessionsAgent(service))  # type: ignore[arg-type]
+        conn = _sdk.AgentSideConnection(
+            agent or TodoSessionsAgent(service),  # type: ignore[arg-type]
+            transport,
+            listening=False,
+        )
+        try:
+            await conn.listen()
+        finally:
+            await asyncio.shield(conn.close())
+
+
+_STDIO_LIMIT = 50 * 1024 * 1024
+"""The stdin reader's buffer limit (the SDK's default); longer lines are read in pieces."""

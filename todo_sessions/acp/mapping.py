@@ -4,12 +4,21 @@ See docs/design.md, "ACP bridge".
 
 - `todos_to_plan`: a todo list as a ``plan`` update (the client replaces its whole plan).
 - `event_to_updates`: the updates one event shows a client, live or on replay.
+- `UpdateMapper`: the updates of a log fed event by event; the agent's live stream and
+  `replay_updates` both use it, so live and replay of the same events are the same updates.
 - `replay_updates`: the updates of a whole log, in log order (``session/load``).
 - `update_to_wire`: an update as the JSON the SDK sends inside ``session/update`` params.
 
-Message chunks carry a ``messageId`` derived from the event's seq (``seq-<N>`` for user and
-agent text, ``seq-<N>-thought`` for reasoning), so a replay and the live stream of the same
-event agree and every log message is one client message.
+Message chunks carry a ``messageId`` derived from the log (``seq-<N>`` for user and agent
+text, ``seq-<N>-thought`` for reasoning). ``N`` is the event's seq for a user message and for
+an assistant message that was not streamed; a streamed model call (``assistant/chunk`` events
+cited by its ``assistant/message``) uses the seq of its first chunk, known as soon as the first
+delta arrives. Streamed text is sent delta by delta, live and on replay alike, and the message
+that cites the chunks sends no text again.
+
+A ``tool_call_update`` is only ever sent for a call the client was shown (its ``tool/call``
+event came first): the result of a call that never started (an aborted or repaired turn's
+"not run" closer) shows nothing, live and on replay.
 
 Replay shows what the log holds, in log order: a surface event that a later ``replace``
 removed from the model's view is still replayed, and so is the replacing event (for example
@@ -32,7 +41,6 @@ from ..core.messages import (
     ImageBlock,
     ReasoningBlock,
     TextBlock,
-    ToolCallBlock,
     ToolResultBlock,
     UserMessage,
 )
@@ -44,6 +52,7 @@ from ._sdk import SessionUpdate
 __all__ = [
     "PresentCall",
     "SessionUpdate",
+    "UpdateMapper",
     "chunk_to_updates",
     "event_to_updates",
     "replay_updates",
@@ -85,12 +94,8 @@ def _content(block: ContentBlock) -> _sdk.ContentBlock | None:
     return None
 
 
-def _message_id(event: SessionEvent, suffix: str = "") -> str:
-    return f"seq-{event.seq}{suffix}"
-
-
 def _user_updates(event: SessionEvent, message: UserMessage) -> list[SessionUpdate]:
-    message_id = _message_id(event)
+    message_id = f"seq-{event.seq}"
     updates: list[SessionUpdate] = []
     for block in message.content:
         content = _content(block)
@@ -103,45 +108,50 @@ def _user_updates(event: SessionEvent, message: UserMessage) -> list[SessionUpda
     return updates
 
 
-def _assistant_updates(event: SessionEvent, data: AssistantMessageData) -> list[SessionUpdate]:
+def _assistant_updates(
+    event: SessionEvent,
+    data: AssistantMessageData,
+    *,
+    anchor: int | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[SessionUpdate]:
+    """Chunks of an assistant message's blocks, ids from seq ``anchor`` (default: its own);
+    blocks of the kinds in ``skip`` (``text``, ``reasoning``) were streamed already."""
+    base = f"seq-{event.seq if anchor is None else anchor}"
     updates: list[SessionUpdate] = []
     for block in data.message.content:
         content = _content(block)
-        if content is None:
+        if content is None or block.type in skip:
             continue
         if isinstance(block, ReasoningBlock):
             updates.append(
                 _sdk.AgentThoughtChunk(
                     session_update="agent_thought_chunk",
                     content=content,
-                    message_id=_message_id(event, "-thought"),
+                    message_id=f"{base}-thought",
                 )
             )
         else:
             updates.append(
                 _sdk.AgentMessageChunk(
-                    session_update="agent_message_chunk",
-                    content=content,
-                    message_id=_message_id(event),
+                    session_update="agent_message_chunk", content=content, message_id=base
                 )
             )
     return updates
 
 
-def chunk_to_updates(event: SessionEvent) -> list[SessionUpdate]:
-    """Live streaming: an ``assistant/chunk`` text or reasoning delta as a message chunk.
+def chunk_to_updates(event: SessionEvent, anchor: int | None = None) -> list[SessionUpdate]:
+    """An ``assistant/chunk`` text or reasoning delta as a message chunk.
 
-    Replays skip chunks (the ``assistant/message`` carries the whole text); a live sender
-    forwards the deltas as they arrive and then skips the text of the streamed message.
-    Chunks of one model call share the message id ``t<turn>.<step>``.
+    Chunks of one model call share the message id ``seq-<anchor>``, the seq of the call's
+    first chunk (default: this chunk's own seq); `UpdateMapper` tracks the anchor.
     """
     if event.type != "assistant/chunk":
         return []
-    data = event.data
-    chunk = data.get("chunk")
+    chunk = event.data.get("chunk")
     if not isinstance(chunk, dict) or not isinstance(chunk.get("text"), str) or not chunk["text"]:
         return []
-    message_id = f"t{data.get('turn')}.{data.get('step')}"
+    message_id = f"seq-{event.seq if anchor is None else anchor}"
     content = _sdk.TextContent(type="text", text=chunk["text"])
     if chunk.get("type") == "text-delta":
         return [
@@ -267,46 +277,63 @@ def event_to_updates(
     return _updates(event, _parse(event), present_call)
 
 
+class UpdateMapper:
+    """The updates of one session's log, fed event by event in log order.
+
+    Keeps what the client was shown so far: the tool calls it saw start, and the first chunk
+    of the model call being streamed. The agent feeds its live events through one (primed with
+    the stored log when it resumes a session) and `replay_updates` feeds a whole log through a
+    fresh one, so both send the same updates for the same events.
+    """
+
+    __slots__ = ("_anchor", "_present_call", "_shown", "_streamed")
+
+    def __init__(self, *, present_call: PresentCall | None = None) -> None:
+        self._present_call = present_call
+        self._shown: set[str] = set()
+        self._anchor: int | None = None
+        self._streamed: set[str] = set()
+
+    def shown(self, call_id: str) -> bool:
+        """Whether the client was shown a ``tool_call`` for ``call_id``."""
+        return call_id in self._shown
+
+    def feed(self, event: SessionEvent) -> list[SessionUpdate]:
+        """The updates ``event`` shows the client (often none)."""
+        if event.type == "assistant/chunk":
+            if self._anchor is None:
+                self._anchor = event.seq
+            updates = chunk_to_updates(event, self._anchor)
+            for update in updates:
+                self._streamed.add(
+                    "reasoning" if update.session_update == "agent_thought_chunk" else "text"
+                )
+            return updates
+        payload = _parse(event)
+        if isinstance(payload, AssistantMessageData):
+            anchor, streamed = self._anchor, frozenset(self._streamed)
+            self._anchor, self._streamed = None, set()
+            if anchor is None or anchor not in (event.source_event_seqs or ()):
+                anchor, streamed = None, frozenset()
+            return _assistant_updates(event, payload, anchor=anchor, skip=streamed)
+        if event.type in ("step/start", "step/end", "turn/start", "turn/end"):
+            self._anchor, self._streamed = None, set()  # chunks no message cited: left shown
+            return []
+        if isinstance(payload, ToolCallData):
+            self._shown.add(payload.call_id)
+        elif isinstance(payload, ToolResultData) and not self.shown(payload.message.source.call_id):
+            return []  # the client never saw this call start: nothing to update
+        return _updates(event, payload, self._present_call)
+
+
 def replay_updates(
     events: Iterable[SessionEvent], *, present_call: PresentCall | None = None
 ) -> list[SessionUpdate]:
-    """The updates of a whole log in log order (`event_to_updates` of each event).
+    """The updates of a whole log in log order, through a fresh `UpdateMapper`.
 
-    Replaced surface events are replayed too (see the module docstring). One addition keeps
-    the client consistent: a ``tool/result`` whose call never had a ``tool/call`` event (a
-    crash-repair "not started" result) is preceded by a ``tool_call`` with status ``pending``,
-    presented from the assistant's tool-call block when the log has one, so the client never
-    gets an update for a tool call it was not shown.
+    The same updates a live client was sent for these events (see the module docstring):
+    streamed text delta by delta, a result only for a call that was shown. Replaced surface
+    events are replayed too.
     """
-    updates: list[SessionUpdate] = []
-    started: set[str] = set()
-    requested: dict[str, ToolCallBlock] = {}
-    for event in events:
-        payload = _parse(event)
-        if isinstance(payload, AssistantMessageData):
-            for block in payload.message.content:
-                if isinstance(block, ToolCallBlock):
-                    requested.setdefault(block.id, block)
-        elif isinstance(payload, ToolCallData):
-            started.add(payload.call_id)
-        elif isinstance(payload, ToolResultData) and payload.message.source.call_id not in started:
-            call_id = payload.message.source.call_id
-            started.add(call_id)
-            updates.append(_unstarted_call(call_id, requested.get(call_id), present_call))
-        updates.extend(_updates(event, payload, present_call))
-    return updates
-
-
-def _unstarted_call(
-    call_id: str, asked: ToolCallBlock | None, present_call: PresentCall | None
-) -> _sdk.ToolCallStart:
-    """A ``pending`` tool call for a result whose call never started."""
-    if asked is not None:
-        return _call_start(call_id, asked.name, asked.arguments, "pending", present_call)
-    return _sdk.ToolCallStart(
-        session_update="tool_call",
-        tool_call_id=call_id,
-        title="tool call",
-        kind="other",
-        status="pending",
-    )
+    mapper = UpdateMapper(present_call=present_call)
+    return [update for event in events for update in mapper.feed(event)]
