@@ -9,6 +9,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -385,3 +386,86 @@ def test_serve_without_the_extra_names_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "pip install 'todo-sessions[web]'" in lines[0]
+
+
+# -- a real server, for the browser and live tests ------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving(url: str, *options: str) -> Iterator[str]:
+    """``todo-sessions serve`` in a child process on a free port; yields its base URL."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    command = [sys.executable, "-m", "todo_sessions", "--db", url, "serve", "--port", str(port)]
+    child = subprocess.Popen(
+        [*command, *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):  # up to 30 s on a busy machine
+            if child.poll() is not None:
+                raise AssertionError(f"serve exited: {child.communicate()[1]}")
+            try:
+                with urllib.request.urlopen(base + "/api/sessions", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("serve did not answer")
+        yield base
+    finally:
+        child.terminate()
+        try:
+            child.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+
+
+APPEND_TURN = """
+import sys
+from todo_sessions import SessionEvent, SyncSessionStore
+url, session_id, turn, text = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+with SyncSessionStore(url) as store:
+    s = store.summary(session_id).next_seq
+    t = store.summary(session_id).updated_at
+    message = {"id": f"live{s}", "role": "user", "content": [{"type": "text", "text": text}],
+               "source": {"kind": "user"}}
+    todos = [{"content": text, "status": "in_progress"},
+             {"content": "and then", "status": "pending"}]
+    store.append(session_id, [
+        SessionEvent("turn/start", s, t, {"turn": turn}),
+        SessionEvent("user/message", s + 1, t, message, surface_op="append"),
+        SessionEvent("todo/write", s + 2, t, {"todos": todos}),
+        SessionEvent("turn/end", s + 3, t, {"turn": turn, "reason": {"kind": "completed"}}),
+    ])
+print(s + 3)
+"""
+
+
+def append_turn_elsewhere(url: str, session_id: str, turn: int, text: str) -> int:
+    """Another process appends a turn (with a todo write) to the session; its last seq."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", APPEND_TURN, url, session_id, str(turn), text],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return int(done.stdout.strip())

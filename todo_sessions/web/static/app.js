@@ -151,6 +151,9 @@
     setText("#seq-last", last);
     setText("#events", last + 1);
     setText("#updated", event.updated);
+    if (event.type === "turn/start") {
+      setText("#turns", Number(document.getElementById("turns").textContent) + 1);
+    }
     const list = timeline.querySelector("ol.events");
     if (list && event.seq < start + pageSize && !document.getElementById(`seq-${event.seq}`)) {
       list.insertAdjacentHTML("beforeend", event.html);
