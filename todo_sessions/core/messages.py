@@ -8,7 +8,7 @@ Wire keys are camelCase (``mediaType``, ``toolCallId``, ``isError``); attributes
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -42,8 +42,32 @@ class WireModel(BaseModel):
     )
 
     def to_wire(self) -> dict[str, Any]:
-        """The wire JSON dict (camelCase keys, unset optional keys left out)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The wire JSON dict (camelCase keys, unset optional keys left out). A tag (``type``,
+        ``role``, ``kind``) left to its default is written too: without it the dict would not
+        read back as this model."""
+        return _with_tags(self, self.model_dump(mode="json", by_alias=True, exclude_unset=True))
+
+
+def _with_tags(model: WireModel, wire: dict[str, Any]) -> dict[str, Any]:
+    """``wire`` (``model``'s dump without unset keys) with its and its blocks' default tags."""
+    out: dict[str, Any] = {}
+    for name, info in type(model).model_fields.items():
+        key = info.alias or name
+        value = getattr(model, name)
+        if key in wire:
+            item = wire[key]
+            if isinstance(value, WireModel):
+                item = _with_tags(value, item)
+            elif isinstance(value, list):
+                item = [
+                    _with_tags(v, w) if isinstance(v, WireModel) else w
+                    for v, w in zip(value, item, strict=True)
+                ]
+            out[key] = item
+        elif get_origin(info.annotation) is Literal:
+            out[key] = value
+    out.update((k, v) for k, v in wire.items() if k not in out)  # extra keys, as dumped
+    return out
 
 
 class TextBlock(WireModel):
@@ -54,6 +78,10 @@ class TextBlock(WireModel):
 class ReasoningBlock(WireModel):
     type: Literal["reasoning"] = "reasoning"
     text: str
+    provider_data: dict[str, Any] | None = None
+    """What the provider needs to accept this reasoning back (``providerData`` on the wire):
+    ``{"format": ..., ...}``, e.g. an Anthropic thinking signature or an OpenAI encrypted
+    reasoning item (docs/providers.md). Absent on blocks written without it."""
 
 
 class ImageBlock(WireModel):
