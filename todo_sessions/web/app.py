@@ -174,11 +174,14 @@ def create_app(
         summary = await summary_or_404(session_id)
         last = summary.next_seq - 1
         at = views.clamp(_int(request, "at", None), last)
-        header = await the_store.header(session_id)
-        turns = await the_store.count(session_id, type="turn/start")
-        state = await views.load_state(the_store, session_id, at, last)
         start = views.page_start(at)
-        rows = await views.load_timeline(the_store, session_id, start)
+        # independent reads: the store runs them side by side (SQLite: two reader threads)
+        header, turns, state, rows = await asyncio.gather(
+            the_store.header(session_id),
+            the_store.count(session_id, type="turn/start"),
+            views.load_state(the_store, session_id, at, last),
+            views.load_timeline(the_store, session_id, start),
+        )
         data = views.SessionPage(header.model_dump(), summary, turns, state, start, rows)
         return page(
             "session.html",
@@ -190,6 +193,8 @@ def create_app(
             next_seq=summary.next_seq,
             page_size=views.TIMELINE_PAGE,
             shown=views.MESSAGES_SHOWN,
+            total=len(state.messages),
+            messages=state.messages_json(views.MESSAGES_SHOWN),
         )
 
     # -- the JSON API --------------------------------------------------------------------------

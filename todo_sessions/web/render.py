@@ -58,4 +58,7 @@ def render_todos(state: State) -> str:
 
 
 def render_messages(state: State, shown: int) -> str:
-    return ENV.get_template("_messages.html").render(state=state, shown=shown)
+    """The message pane: the last ``shown`` messages as of ``state.at``."""
+    return ENV.get_template("_messages.html").render(
+        state=state, total=len(state.messages), messages=state.messages_json(shown), shown=shown
+    )

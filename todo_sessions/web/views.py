@@ -332,7 +332,13 @@ class State:
     changes: list[TodoChange]
     write_seq: int | None
     previous_write_seq: int | None
-    messages: list[dict[str, Any]]
+    messages: list[Message]
+
+    def messages_json(self, last: int | None = None) -> list[dict[str, Any]]:
+        """The messages in wire JSON: all of them, or the ``last`` ones (a page shows only
+        those, and dumping 20,000 messages to show 200 costs more than showing them)."""
+        chosen = self.messages if last is None else self.messages[-last:] if last else []
+        return messages_json(chosen)
 
     def to_json(self, *, with_messages: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -345,7 +351,7 @@ class State:
             "messageCount": len(self.messages),
         }
         if with_messages:
-            out["messages"] = self.messages
+            out["messages"] = self.messages_json()
         return out
 
 
@@ -358,7 +364,7 @@ def clamp(at: int | None, last: int) -> int:
 
 async def load_state(store: SessionStore, session_id: str, at: int, last: int) -> State:
     todos = await store.current_todos(session_id, upto_seq=at)
-    messages = messages_json(await store.derive_messages(session_id, upto_seq=at))
+    messages = await store.derive_messages(session_id, upto_seq=at)
     write_seq = previous_seq = None
     previous: list[TodoItem] | None = None
     if todos is not None:
