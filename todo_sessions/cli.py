@@ -763,7 +763,9 @@ def acp_cmd(ctx: Context) -> None:
 
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port."
+)
 @click.option(
     "--allow-writes", is_flag=True, help="Allow forking from the page (default: read-only)."
 )
