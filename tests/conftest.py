@@ -13,12 +13,13 @@ import secrets
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from todo_sessions import SessionStore
-from todo_sessions.store.schema import sessions
+from todo_sessions.store.schema import session_leases, sessions
 
 PG_ENV = "TODO_SESSIONS_PG_URL"
 
@@ -40,6 +41,14 @@ def _pg_admin(url: str, statement: str) -> None:
 
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, run()).result()
+
+
+@pytest.fixture(autouse=True)
+def _private_recovery_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recovery files of services under test go to a temporary directory, never the user's."""
+    monkeypatch.setenv("TODO_SESSIONS_RECOVERY_DIR", str(tmp_path_factory.mktemp("recovery")))
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +90,11 @@ def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
 
 async def _empty_pg(url: str) -> None:
     async with SessionStore(url) as store:
-        await store._run_sync(lambda conn: conn.execute(sessions.delete()), write=True)
+        def empty(conn: Any) -> None:
+            conn.execute(sessions.delete())
+            conn.execute(session_leases.delete())
+
+        await store._run_sync(empty, write=True)
 
 
 def _url_for(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:

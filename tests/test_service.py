@@ -6,14 +6,17 @@ See docs/design.md, "Write-behind service".
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from factories import T0
 
 from todo_sessions import (
+    EventsNotStoredError,
     SeqConflictError,
     SessionEvent,
     SessionExistsError,
@@ -105,10 +108,10 @@ async def test_failed_flush_is_retried_at_the_next_checkpoint(
     real_append = store.append
     failures = [StoreBusyError("database is locked (simulated)") for _ in range(3)]
 
-    async def flaky_append(session_id: str, events: Any) -> str:
+    async def flaky_append(session_id: str, events: Any, **kw: Any) -> str:
         if failures:
             raise failures.pop()
-        return await real_append(session_id, events)
+        return await real_append(session_id, events, **kw)
 
     store.append = flaky_append  # type: ignore[method-assign]
     async with SessionService(store) as service:
@@ -173,10 +176,10 @@ async def test_a_tool_never_runs_when_its_call_cannot_be_stored(tmp_path: Any) -
     real_append = store.append
     broken = {"on": False}
 
-    async def append(session_id: str, events: Any) -> str:
+    async def append(session_id: str, events: Any, **kw: Any) -> str:
         if broken["on"]:
             raise StoreBusyError("database is locked (simulated, for good)")
-        return await real_append(session_id, events)
+        return await real_append(session_id, events, **kw)
 
     store.append = append  # type: ignore[method-assign]
     effect = Effect()
@@ -232,6 +235,11 @@ async def test_aclose_drains_every_session_even_when_one_fails(shared_db_url: st
     second.append("turn/start", {"turn": 1})
     with pytest.raises(ExceptionGroup) as info:
         await service.aclose()
-    assert [type(e) for e in info.value.exceptions] == [SeqConflictError]
+    [error] = info.value.exceptions
+    assert isinstance(error, EventsNotStoredError)
+    assert isinstance(error.reason, SeqConflictError)  # final: saved at once, not retried
+    assert (error.session_id, error.count) == ("first", 1)
+    saved = (await asyncio.to_thread(Path(error.path).read_text)).splitlines()
+    assert len(saved) == 2 and json.loads(saved[1])["type"] == "turn/end"
     async with SessionStore(shared_db_url) as store:
         assert await store.count("second") == 1  # drained despite the failure before it

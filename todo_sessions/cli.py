@@ -47,9 +47,10 @@ from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.engine import parse_url
+from .store.leases import LeaseHolder
 from .store.migrate import migrate as run_migrate
 from .store.results import SessionSummary, StoredLog
-from .store.store import SessionStore, default_url
+from .store.store import SessionStore, default_url, wall_clock_ms
 
 T = TypeVar("T")
 
@@ -412,6 +413,18 @@ def demo_cmd(ctx: Context, session_id: str | None) -> None:
     out.print(f"replay it again with: {safe(ctx.hint('show', result.session_id))}")
 
 
+def _lease_json(holder: LeaseHolder | None) -> dict[str, Any] | None:
+    if holder is None:
+        return None
+    return {
+        "owner": holder.owner,
+        "host": holder.host,
+        "pid": holder.pid,
+        "epoch": holder.epoch,
+        "expiresAt": holder.expires_at,
+    }
+
+
 def _summary_json(s: SessionSummary) -> dict[str, Any]:
     return {
         "id": s.id,
@@ -434,16 +447,24 @@ def _summary_json(s: SessionSummary) -> dict[str, Any]:
 def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> None:
     """List sessions, newest activity first (with event and turn counts)."""
 
-    async def work(store: SessionStore) -> list[tuple[SessionSummary, int | None]]:
+    async def work(
+        store: SessionStore,
+    ) -> tuple[list[tuple[SessionSummary, int | None]], dict[str, LeaseHolder]]:
         before = await store.summary(before_id) if before_id is not None else None
-        return [
-            (summary, await store.count(summary.id, type="turn/start"))
-            for summary in await store.list(limit=limit, before=before)
-        ]
+        page = await store.list(limit=limit, before=before)
+        holders = await store.lease_holders(s.id for s in page)
+        now = wall_clock_ms()
+        live = {sid: h for sid, h in holders.items() if h.live(now)}
+        return [(s, await store.count(s.id, type="turn/start")) for s in page], live
 
-    rows = ctx.run(work)
+    rows, leases = ctx.run(work)
     if as_json:
-        echo_json([{**_summary_json(s), "turns": turns} for s, turns in rows])
+        echo_json(
+            [
+                {**_summary_json(s), "turns": turns, "lease": _lease_json(leases.get(s.id))}
+                for s, turns in rows
+            ]
+        )
         return
     if not rows:
         ctx.out.print("no sessions")
@@ -453,10 +474,14 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
     for name in ("events", "turns", "last activity"):
         table.add_column(name, no_wrap=True)
     table.add_column("title", overflow="fold")
+    if leases:
+        table.add_column("live lease", overflow="fold")
     for s, turns in rows:
-        table.add_row(
-            safe(s.id), str(s.next_seq), str(turns), _when(s.updated_at), safe(s.title or "")
-        )
+        cells = [safe(s.id), str(s.next_seq), str(turns), _when(s.updated_at), safe(s.title or "")]
+        if leases:
+            holder = leases.get(s.id)
+            cells.append(safe(holder.describe()) if holder is not None else "")
+        table.add_row(*cells)
     ctx.out.print(table)
     if len(rows) == limit:
         more = ["--limit", str(limit)] if limit != LIST_LIMIT else []
@@ -477,9 +502,14 @@ def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> Non
     async def work(store: SessionStore) -> None:
         h = await store.header(session_id)
         summary = await store.summary(session_id)
+        holder = (await store.lease_holders([session_id])).get(session_id)
+        if holder is not None and not holder.live(wall_clock_ms()):
+            holder = None
         events = _stream_upto(store, session_id, summary.next_seq)
         if as_json:  # one JSON object, written as it is read
-            head = json.dumps({"header": h.to_wire(), "revision": summary.revision})
+            head = json.dumps(
+                {"header": h.to_wire(), "revision": summary.revision, "lease": _lease_json(holder)}
+            )
             click.echo(head[:-1] + ',"events":[', nl=False)
             first = True
             async for event in events:
@@ -495,6 +525,11 @@ def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> Non
         if h.parent_session:
             ctx.out.print(
                 f"forked from {safe(h.parent_session)} ({h.seed_length} events inherited)",
+                style="dim",
+            )
+        if holder is not None:
+            ctx.out.print(
+                f"live: leased by {safe(holder.describe())} until {_when(holder.expires_at)}",
                 style="dim",
             )
         timeline = Timeline(verbose=verbose)
@@ -642,6 +677,26 @@ def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None) -> None:
 
     result = ctx.run(work)
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+@main.command("recover")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def recover_cmd(ctx: Context, file: Path) -> None:
+    """Append a recovery file (events a service could not store) to its session.
+
+    Refused, with nothing written, unless the stored log still ends where the file begins."""
+    from .recovery import recover
+
+    async def work(store: SessionStore) -> Any:
+        return await recover(store, file)
+
+    result = ctx.run(work)
+    last = result.first_seq + result.events - 1
+    ctx.out.print(
+        f"recovered {result.events} events (seq {result.first_seq}-{last}) of session "
+        f"{safe(result.session_id)}"
+    )
 
 
 @main.command("verify")

@@ -14,7 +14,14 @@
     │                                  not understand
     ├── SchemaError                    the database is not migrated, or is not ours
     ├── StoreBusyError                 the database stayed locked past the busy timeout
+    ├── SessionLeasedError             resume() of a session another live owner holds
+    ├── LeaseLostError                 a service's lease on a session was stolen or expired;
+    │                                  its append wrote nothing
+    ├── EventsNotStoredError           a closing service could not store a session's queued
+    │                                  events; they were saved to a recovery file
     └── StoreError                     any other database failure (driver error wrapped)
+        └── StoreUnavailableError      the database cannot be reached or the connection
+                                       was lost; the store reconnects on the next call
 
 Driver exceptions (sqlite3, asyncpg, SQLAlchemy) never escape the store raw: they are
 translated once, at the store boundary, and chained with ``raise ... from exc``.
@@ -26,14 +33,18 @@ from __future__ import annotations
 
 __all__ = [
     "CorruptSessionError",
+    "EventsNotStoredError",
     "FormatUnsupportedError",
     "InvalidEventError",
+    "LeaseLostError",
     "SchemaError",
     "SeqConflictError",
     "SessionExistsError",
+    "SessionLeasedError",
     "SessionNotFoundError",
     "StoreBusyError",
     "StoreError",
+    "StoreUnavailableError",
     "StructureError",
     "TodoSessionsError",
 ]
@@ -139,3 +150,56 @@ class StoreBusyError(TodoSessionsError):
 
 class StoreError(TodoSessionsError):
     """A database failure that none of the more specific errors describes."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not be reached, or the connection was lost mid-call.
+
+    Transient: the dead connection is discarded and the next call opens a fresh one. Reads
+    were already retried once; an append whose commit was not confirmed was resolved by reading
+    the session back (stored: success; not stored: retried once) before this is raised.
+    """
+
+
+class SessionLeasedError(TodoSessionsError):
+    """A session is held by another live owner (a `SessionService` lease)."""
+
+    def __init__(self, session_id: str, owner: str, expires_at: int, detail: str = "") -> None:
+        self.session_id = session_id
+        self.owner = owner
+        self.expires_at = expires_at
+        message = (
+            f"session {session_id!r} is leased by {owner} until {expires_at} (ms since the "
+            "epoch); resume it with steal=True to take it over"
+        )
+        super().__init__(message + (f" ({detail})" if detail else ""))
+
+
+class LeaseLostError(TodoSessionsError):
+    """The lease this writer held on a session was taken over or expired: nothing was written.
+
+    The session's live copy in this process is stale; `SessionService.discard` drops it
+    (its unstored events go to a recovery file).
+    """
+
+    def __init__(self, session_id: str, detail: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"lease on session {session_id!r} lost: {detail}; nothing was written")
+
+
+class EventsNotStoredError(TodoSessionsError):
+    """A service could not store a live session's queued events before closing it.
+
+    Nothing was dropped: the events were written to the recovery file ``path`` (JSONL export
+    format), which ``todo-sessions recover PATH`` appends later. ``reason`` is the last failure.
+    """
+
+    def __init__(self, session_id: str, count: int, path: str, reason: BaseException) -> None:
+        self.session_id = session_id
+        self.count = count
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"session {session_id!r}: {count} event(s) could not be stored ({reason}); they "
+            f"were saved to {path}; run `todo-sessions recover {path}` to append them"
+        )

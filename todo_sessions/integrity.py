@@ -113,7 +113,17 @@ async def verify_all(store: SessionStore) -> VerifyReport:
     ids = [sid async for sid in store.session_ids()]
     known = set(ids)
     orphans = [sid async for sid in store.session_ids(source="events") if sid not in known]
-    for session_id in sorted(known | set(orphans)):
+    # A damaged SQLite file can hand back an id that is not text: report it, never crash.
+    for session_id in sorted(known | set(orphans), key=lambda s: (type(s) is not str, str(s))):
+        if not isinstance(session_id, str):
+            report.sessions[str(session_id)] = [
+                Problem(
+                    None,
+                    "corrupt",
+                    f"a stored session id is not text ({session_id!r}): the database is damaged",
+                )
+            ]
+            continue
         if session_id in orphans:
             report.sessions[session_id] = [
                 Problem(

@@ -22,7 +22,16 @@ from .core.surface import SurfaceState
 from .errors import InvalidEventError, StructureError
 from .store.store import SessionStore
 
-__all__ = ["KIND", "ImportResult", "export_lines", "import_lines", "parse_lines"]
+__all__ = [
+    "KIND",
+    "ImportResult",
+    "export_lines",
+    "header_line",
+    "import_lines",
+    "numbered_lines",
+    "parse_header_line",
+    "parse_lines",
+]
 
 KIND = "todo-sessions/session"
 
@@ -53,7 +62,7 @@ def _fail(line: int, message: str) -> InvalidEventError:
     return InvalidEventError(f"line {line}: {message}", field=f"line {line}")
 
 
-def _numbered(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
+def numbered_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
     """``(line number, text)``; undecodable input is an `InvalidEventError` naming its line."""
     iterator = iter(lines)
     number = 0
@@ -72,7 +81,7 @@ def _numbered(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
         yield number, line
 
 
-def _header(text: str) -> SessionHeader:
+def parse_header_line(text: str) -> SessionHeader:
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark from some editors
     try:
         head = decode_json(text)
@@ -97,11 +106,11 @@ def parse_lines(
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
     line number. Each event is checked as an append would check it (payload, surface rules)
     and against the turn/step structure, so what imports is what `verify` accepts."""
-    numbered = _numbered(lines)
+    numbered = numbered_lines(lines)
     first = next(numbered, None)
     if first is None:
         raise _fail(1, "empty file: expected a header line")
-    header = _header(first[1])
+    header = parse_header_line(first[1])
     events: list[SessionEvent] = []
     surface = SurfaceState(build_messages=False)
     structure = StructureChecker()

@@ -11,28 +11,43 @@ the stored log under this live owner: that is raised, since the live copy can no
 trusted.
 
 One live owner per session id per service: starting, resuming or forking an id that is already
-live here raises `SessionExistsError`.
+live here raises `SessionExistsError`. Across processes, a service takes a lease on every
+session it owns (docs/design.md, "Leases"): resuming a session that another live service holds
+raises `SessionLeasedError` unless ``steal=True``, and every flush is fenced by the lease, so a
+service whose lease was taken over gets `LeaseLostError` and writes nothing more.
+
+Closing never drops events: `aclose` retries transient failures until ``close_timeout``; what
+still cannot be stored is written to a recovery file (`todo_sessions.recovery`) and reported
+as `EventsNotStoredError` with the file's path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+import os
+import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from .core.header import SessionHeader
 from .errors import (
+    EventsNotStoredError,
+    LeaseLostError,
     SessionExistsError,
     SessionNotFoundError,
     StoreBusyError,
     StoreError,
     TodoSessionsError,
 )
+from .recovery import default_recovery_dir, write_recovery_file
 from .session import Session, wall_clock_ms
+from .store.leases import Lease
 from .store.store import SessionStore
 
 __all__ = ["SessionService"]
@@ -46,14 +61,21 @@ _BEFORE_TOOL_RETRIES = (0.05, 0.2, 1.0)
 """Pauses between flush attempts before a tool runs (then: raise, the tool does not run)."""
 
 
-class _Live:
-    __slots__ = ("flushed", "inflight", "lock", "session")
+_CLOSE_FIRST_PAUSE = 0.05
+_CLOSE_MAX_PAUSE = 1.0
+"""While closing, a transient failure is retried after 50 ms, doubling up to 1 s."""
 
-    def __init__(self, session: Session, flushed: int) -> None:
+
+class _Live:
+    __slots__ = ("flushed", "inflight", "lease", "lock", "lost", "session")
+
+    def __init__(self, session: Session, flushed: int, lease: Lease | None) -> None:
         self.session = session
         self.flushed = flushed
         self.lock = asyncio.Lock()
         self.inflight: asyncio.Future[str] | None = None
+        self.lease = lease
+        self.lost: LeaseLostError | None = None
 
     def settle(self, write: asyncio.Future[str], count: int) -> None:
         """Record a finished store append (it may outlive a cancelled flush)."""
@@ -64,7 +86,14 @@ class _Live:
 
 
 class SessionService:
-    """Starts, resumes and forks live sessions on ``store`` and persists them."""
+    """Starts, resumes and forks live sessions on ``store`` and persists them.
+
+    ``leases`` (default on): own each live session through a lease of ``lease_ttl`` seconds,
+    renewed every third of it while held. ``close_timeout``: how long `aclose` keeps retrying
+    transient failures before writing recovery files to ``recovery_dir`` (default:
+    `recovery.default_recovery_dir`). ``owner``: this service's lease owner id (default: a
+    random one per service).
+    """
 
     def __init__(
         self,
@@ -72,11 +101,26 @@ class SessionService:
         *,
         strict: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
+        leases: bool = True,
+        lease_ttl: float = 30.0,
+        close_timeout: float = 30.0,
+        recovery_dir: str | os.PathLike[str] | None = None,
+        owner: str | None = None,
     ) -> None:
+        if not lease_ttl > 0:
+            raise ValueError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
+        if not close_timeout >= 0:
+            raise ValueError(f"close_timeout must be >= 0 seconds, got {close_timeout!r}")
         self.store = store
         self.strict = strict
         self._clock = clock
+        self.leases = leases
+        self.lease_ttl = lease_ttl
+        self.close_timeout = close_timeout
+        self.recovery_dir = Path(recovery_dir) if recovery_dir is not None else None
+        self.owner = owner or f"service-{uuid.uuid4().hex[:16]}"
         self._live: dict[str, _Live] = {}
+        self._renewer: asyncio.Task[None] | None = None
         self.last_flush_error: BaseException | None = None
 
     async def __aenter__(self) -> Self:
@@ -93,11 +137,41 @@ class SessionService:
 
     # -- owning sessions ------------------------------------------------------------------------
 
-    def _own(self, session: Session, flushed: int) -> Session:
+    def _own(self, session: Session, flushed: int, lease: Lease | None) -> Session:
         if session.id in self._live:
             raise SessionExistsError(session.id)
-        self._live[session.id] = _Live(session, flushed)
+        self._live[session.id] = _Live(session, flushed, lease)
         return session
+
+    async def _lease(self, session_id: str, *, steal: bool = False) -> Lease | None:
+        if not self.leases:
+            return None
+        lease = await self.store.acquire_lease(
+            session_id, self.owner, ttl=self.lease_ttl, steal=steal
+        )
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew_leases())
+        return lease
+
+    async def _give_back(self, lease: Lease | None) -> None:
+        if lease is not None:
+            with contextlib.suppress(TodoSessionsError):
+                await self.store.release_lease(lease)
+
+    async def _renew_leases(self) -> None:
+        """Renew every held lease every third of its ttl; a lost one marks its session."""
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            for live in list(self._live.values()):
+                if live.lease is None or live.lost is not None:
+                    continue
+                try:
+                    live.lease = await self.store.renew_lease(live.lease, ttl=self.lease_ttl)
+                except LeaseLostError as exc:
+                    live.lost = exc
+                    logger.warning("session %r: %s", live.session.id, exc)
+                except TodoSessionsError as exc:  # transient: try again at the next round
+                    logger.warning("session %r: lease renewal failed: %s", live.session.id, exc)
 
     async def new(
         self,
@@ -108,7 +182,7 @@ class SessionService:
         origin: str | None = None,
         delegation_depth: int = 0,
     ) -> Session:
-        """Start a new session (stored on its first flush)."""
+        """Start a new session (stored on its first flush), leased to this service."""
         header = SessionHeader(
             id=session_id or uuid.uuid4().hex,
             created_at=self._clock(),
@@ -119,17 +193,33 @@ class SessionService:
         )
         if header.id in self._live:
             raise SessionExistsError(header.id)
-        await self.store.create(header)
-        return self._own(Session(header, strict=self.strict, clock=self._clock), 0)
+        lease = await self._lease(header.id)
+        try:
+            await self.store.create(header)
+        except BaseException:
+            await self._give_back(lease)
+            raise
+        return self._own(Session(header, strict=self.strict, clock=self._clock), 0, lease)
 
-    async def resume(self, session_id: str) -> Session:
+    async def resume(self, session_id: str, *, steal: bool = False) -> Session:
         """Resume a stored session. An interrupted turn is closed durably first (crash
-        repair through `SessionStore.load`), so the history is valid for a provider."""
+        repair through `SessionStore.load`), so the history is valid for a provider.
+
+        The session's lease is taken first: `SessionLeasedError` when another live service
+        holds it, unless ``steal`` (the other service then gets `LeaseLostError` on its next
+        flush and writes nothing more). An expired lease, or one held by a process of this
+        host that no longer runs, is taken over without ``steal``.
+        """
         if session_id in self._live:
             raise SessionExistsError(session_id)
-        log = await self.store.load(session_id)
+        lease = await self._lease(session_id, steal=steal)
+        try:
+            log = await self.store.load(session_id)
+        except BaseException:
+            await self._give_back(lease)
+            raise
         session = Session(log.header, log.events, strict=self.strict, clock=self._clock)
-        return self._own(session, len(log.events))
+        return self._own(session, len(log.events), lease)
 
     async def fork(
         self, source_id: str, boundary: int | None = None, child_id: str | None = None
@@ -138,8 +228,9 @@ class SessionService:
         if source_id in self._live:
             await self.flush(source_id)
         log = await self.store.fork(source_id, boundary, child_id)
+        lease = await self._lease(log.header.id)
         session = Session(log.header, log.events, strict=self.strict, clock=self._clock)
-        return self._own(session, len(log.events))
+        return self._own(session, len(log.events), lease)
 
     def get(self, session_id: str) -> Session:
         try:
@@ -175,7 +266,9 @@ class SessionService:
                 events = live.session.events[live.flushed :]
                 if not events:
                     continue
-                write = asyncio.ensure_future(self.store.append(sid, events))
+                if live.lost is not None:
+                    raise live.lost
+                write = asyncio.ensure_future(self.store.append(sid, events, lease=live.lease))
                 live.inflight = write
                 write.add_done_callback(functools.partial(live.settle, count=len(events)))
                 await asyncio.shield(write)
@@ -221,24 +314,88 @@ class SessionService:
                 )
 
     async def close(self, session_id: str) -> None:
-        """Flush and stop owning a live session."""
+        """Flush and stop owning a live session (its lease is given back)."""
         await self.flush(session_id)
-        del self._live[session_id]
+        live = self._live.pop(session_id)
+        await self._give_back(live.lease)
+
+    async def discard(self, session_id: str) -> Path | None:
+        """Stop owning a live session without storing its queued events, e.g. after
+        `LeaseLostError`. The unstored events are written to a recovery file, whose path is
+        returned (None when nothing was queued)."""
+        live = self._live.get(session_id)
+        if live is None:
+            raise SessionNotFoundError(session_id, "not live in this service")
+        async with live.lock:
+            if live.inflight is not None:
+                await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
+            del self._live[session_id]
+            path = self._save_unstored(live)
+        if live.lost is None:
+            await self._give_back(live.lease)
+        return path
+
+    def _save_unstored(self, live: _Live) -> Path | None:
+        events = live.session.events[live.flushed :]
+        if not events:
+            return None
+        directory = self.recovery_dir or default_recovery_dir()
+        path = write_recovery_file(directory, live.session.header, events)
+        logger.warning(
+            "session %r: %d unstored event(s) (seq %d-%d) written to the recovery file %s",
+            live.session.id,
+            len(events),
+            events[0].seq,
+            events[-1].seq,
+            path,
+        )
+        return path
 
     async def aclose(self) -> None:
-        """Drain every live session, then close the store.
+        """Store every live session, then close the store.
 
-        Every session is flushed even if another one fails; failures are raised together
-        afterwards (an `ExceptionGroup`), and a session that failed stays live and queued.
+        A transient failure (busy or unreachable database) is retried with backoff until
+        ``close_timeout`` seconds have passed since the call. What still cannot be stored then
+        (or at once, for a lost lease or a seq conflict) is written to a recovery file, and
+        one `EventsNotStoredError` per such session is raised afterwards, together in an
+        `ExceptionGroup`. The store is closed only once no event is left queued.
         """
+        deadline = time.monotonic() + self.close_timeout
         errors: list[Exception] = []
         try:
             for sid in list(self._live):
-                try:
-                    await self.close(sid)
-                except TodoSessionsError as exc:
-                    errors.append(exc)
+                failure = await self._close_until(sid, deadline)
+                if failure is not None:
+                    live = self._live.pop(sid)
+                    path = self._save_unstored(live)
+                    if path is None:  # nothing was queued: only giving the lease back failed
+                        continue
+                    count = len(live.session.events) - live.flushed
+                    errors.append(EventsNotStoredError(sid, count, str(path), failure))
         finally:
+            if self._renewer is not None:
+                self._renewer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._renewer
+                self._renewer = None
             await self.store.aclose()
         if errors:
-            raise ExceptionGroup("some live sessions could not be flushed", errors)
+            raise ExceptionGroup("some live sessions could not be stored", errors)
+
+    async def _close_until(self, session_id: str, deadline: float) -> TodoSessionsError | None:
+        """`close` one session, retrying transient failures until ``deadline``; the failure
+        that remained, or None."""
+        pause = _CLOSE_FIRST_PAUSE
+        while True:
+            try:
+                await self.close(session_id)
+                return None
+            except (StoreBusyError, StoreError) as exc:
+                self.last_flush_error = exc
+                if time.monotonic() + pause > deadline:
+                    return exc
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _CLOSE_MAX_PAUSE)
+            except TodoSessionsError as exc:  # lease lost, seq conflict, deleted: final
+                self.last_flush_error = exc
+                return exc

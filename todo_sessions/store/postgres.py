@@ -14,6 +14,13 @@
   own (`PgListener`), so they never take connections from the pool; a periodic re-check is the
   safety net.
 - **Migrations** run in one transaction holding a transaction-scoped advisory lock.
+- **Lost connections** (a terminated backend, a server restart, a network reset) are never
+  reused: the connection is invalidated and the pool's idle connections are dropped with it
+  (they usually died together), so the next call connects afresh. A read that hit a dead
+  connection is retried once. An append whose connection died is decided by reading the
+  session back on a fresh connection (`reads.append_outcome`): the batch stored byte-identical
+  → success; not stored → sent once more; something else stored at its seqs →
+  `SeqConflictError`. So an append is applied exactly once, or fails with nothing written.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from typing import Any, TypeVar
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..errors import SessionNotFoundError, StoreError
+from . import reads
 from .engine import StoreURL, make_pg_engine
-from .queries import compile_append, delete_session
+from .leases import check as check_lease
+from .queries import compile_append, delete_lease, delete_session
 from .reads import WITHOUT_SNAPSHOT, compile_reads
 from .recorder import (
     AppendBatch,
@@ -40,7 +49,7 @@ from .recorder import (
     check_batch_start,
     new_session_values,
 )
-from .translate import translate_errors
+from .translate import is_connection_lost, translate_errors
 
 __all__ = ["MIGRATION_LOCK", "NOTIFY_CHANNEL", "PgListener", "PostgresRecorder"]
 
@@ -123,18 +132,56 @@ class PostgresRecorder:
             raise RuntimeError("the PostgreSQL recorder is not open")
         return self._engine
 
-    async def append(self, batch: AppendBatch) -> AppendOutcome:
-        async with self._the_engine().connect() as conn:
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection. One that turns out dead is invalidated (never back in the pool),
+        and the pool's idle connections are dropped too: a terminated backend or a server
+        restart usually killed them as well."""
+        engine = self._the_engine()
+        async with engine.connect() as conn:
+            try:
+                yield conn
+            except BaseException as exc:
+                if is_connection_lost(exc):
+                    with contextlib.suppress(Exception):
+                        await conn.invalidate(exc if isinstance(exc, Exception) else None)
+                    with contextlib.suppress(Exception):
+                        await engine.dispose()
+                raise
+
+    async def _append_once(self, batch: AppendBatch) -> AppendOutcome:
+        async with self._connection() as conn:
             raw = await conn.get_raw_connection()
             return await _append(raw.driver_connection, batch)
 
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        try:
+            return await self._append_once(batch)
+        except Exception as exc:
+            if not is_connection_lost(exc):
+                raise
+        # The connection died with the append in flight: it may or may not have committed.
+        # Read the session back on a fresh connection (raises SeqConflictError when other rows
+        # took the batch's seqs) and send the batch once more only if it is not there.
+        stored = await self.read(reads.append_outcome, batch)
+        if stored is not None:
+            return stored
+        return await self._append_once(batch)
+
     async def read(self, op: Callable[..., T], *args: Any) -> T:
-        async with self._the_engine().connect() as conn:
+        try:
+            async with self._connection() as conn:
+                return await conn.run_sync(_read_on, op, args)
+        except Exception as exc:
+            if not is_connection_lost(exc):
+                raise
+        async with self._connection() as conn:  # once more, on a fresh connection
             return await conn.run_sync(_read_on, op, args)
 
     async def delete(self, session_id: str) -> bool:
-        async with self._the_engine().begin() as conn:
+        async with self._connection() as conn, conn.begin():
             result = await conn.execute(delete_session, {"session_id": session_id})
+            await conn.execute(delete_lease, {"session_id": session_id})
         return bool(result.rowcount)
 
     @contextlib.asynccontextmanager
@@ -194,6 +241,9 @@ async def _append(driver: Any, batch: AppendBatch) -> AppendOutcome:
     session_id = batch.session_id
     rows = batch.rows
     async with driver.transaction():
+        if batch.lease is not None:
+            leased = await driver.fetchrow(_SQL.lease.sql, session_id)
+            check_lease(session_id, leased, batch.lease, batch.now)
         state = await driver.fetchrow(_SQL.state.sql, session_id)
         if state is None:
             if batch.header is None:
@@ -228,8 +278,8 @@ class PgListener:
     """One LISTEN connection per store, outside the pool, shared by all its followers.
 
     Followers register an `asyncio.Event` per session; a notification for a session sets its
-    events. If the connection is lost, followers still make progress through their periodic
-    re-check, and the connection is re-opened on their next wait.
+    events. If the connection is lost, every follower is woken at once: it re-reads (so nothing
+    sent meanwhile is missed) and the connection is re-opened on its next wait.
     """
 
     def __init__(self, dsn: str, connect_args: Mapping[str, Any]) -> None:
@@ -242,6 +292,12 @@ class PgListener:
     def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         for event in self._waiters.get(payload, ()):
             event.set()
+
+    def _wake_all(self, *_args: Any) -> None:
+        """The connection died: wake every follower, so each re-reads and reconnects now."""
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
 
     async def ensure_connected(self) -> None:
         if self._conn is not None and not self._conn.is_closed():
@@ -257,10 +313,9 @@ class PgListener:
                 except TypeError as exc:  # a URL parameter asyncpg does not take
                     raise StoreError(f"unsupported URL parameter ({exc})") from exc
                 await conn.add_listener(NOTIFY_CHANNEL, self._notified)
+                conn.add_termination_listener(self._wake_all)
             self._conn = conn
-            for events in self._waiters.values():  # anything may have been missed
-                for event in events:
-                    event.set()
+            self._wake_all()  # anything may have been missed while there was no connection
 
     def add(self, session_id: str, event: asyncio.Event) -> None:
         self._waiters.setdefault(session_id, set()).add(event)

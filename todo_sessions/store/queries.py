@@ -10,7 +10,8 @@ from sqlalchemy import Select, bindparam, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
-from .schema import session_events, sessions, store_state
+from .leases import lease_state
+from .schema import session_events, session_leases, sessions, store_state
 
 __all__ = [
     "AppendStatements",
@@ -18,6 +19,7 @@ __all__ = [
     "append_state",
     "compile_append",
     "compile_positional",
+    "delete_lease",
     "delete_session",
     "insert_events",
     "insert_session",
@@ -64,6 +66,9 @@ select_header = select(sessions).where(se.id == bindparam("session_id"))
 delete_session = sessions.delete().where(se.id == bindparam("session_id"))
 """Remove a session; its events follow through the foreign key's ON DELETE CASCADE."""
 
+delete_lease = session_leases.delete().where(session_leases.c.session_id == bindparam("session_id"))
+"""A deleted session's lease goes with it (it has no foreign key: see `schema`)."""
+
 
 def select_summaries(*, before: bool) -> Select[Any]:
     query = select(
@@ -105,6 +110,7 @@ class AppendStatements:
     """The statements of an append, compiled once for the driver a hot path talks to."""
 
     state: Compiled
+    lease: Compiled
     insert_session: Compiled
     insert_events: Compiled
     update: Compiled
@@ -118,6 +124,7 @@ def compile_append(dialect: Any) -> AppendStatements:
     new_session = insert_session(dialect.name).values({c.name: None for c in sessions.columns})
     return AppendStatements(
         state=compiled(append_state),
+        lease=compiled(lease_state),
         insert_session=compiled(new_session),
         insert_events=compiled(events),
         update=compiled(update_after_append),

@@ -21,12 +21,14 @@ from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .codec import check_format_version, rows_to_events
 from .queries import compile_positional, select_store_id, select_summaries
+from .recorder import AppendBatch, AppendOutcome, check_batch_start
 from .schema import session_events, sessions
 
 __all__ = [
     "STATEMENTS",
     "CompiledRead",
     "Rows",
+    "append_outcome",
     "compile_reads",
     "count_of_type",
     "find_session",
@@ -268,6 +270,32 @@ def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
         return int(row["next_seq"])
     found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})
     return int(found[0][0])
+
+
+_STORED_FIELDS = ("seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
+
+
+def append_outcome(rows: Rows, batch: AppendBatch) -> AppendOutcome | None:
+    """What became of an append (`recorder.AppendBatch`) whose commit was never confirmed.
+
+    None: the batch is not stored (the session does not exist yet, or ends before the batch's
+    first seq). The batch's rows stored byte-identical: the append happened; returns its outcome
+    ``(incarnation, revision, next_seq)`` (the revision is the session's current one: later
+    appends by others may have advanced it). Other rows at those seqs: `SeqConflictError`.
+    """
+    session_id, first = batch.session_id, batch.first_seq
+    row = find_session(rows, session_id)
+    if row is None or row["next_seq"] <= first:
+        if row is not None:
+            check_batch_start(session_id, first, row["next_seq"])  # a gap is a conflict
+        return None
+    end = first + len(batch.rows)
+    found = rows.fetch("events", {"session_id": session_id, "from_seq": first, "upto": end})
+    wanted = [tuple(r[f] for f in _STORED_FIELDS) for r in batch.rows]
+    stored = [(*r[:6], bool(r[6])) for r in found]
+    if stored != [(*w[:6], bool(w[6])) for w in wanted]:
+        check_batch_start(session_id, first, row["next_seq"])  # raises: others were first
+    return row["incarnation"], row["revision"], row["next_seq"]
 
 
 WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(

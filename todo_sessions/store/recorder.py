@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 
 from ..errors import SeqConflictError
 from .engine import SQLiteOptions, StoreURL
+from .leases import Lease
 
 __all__ = [
     "AppendBatch",
@@ -51,13 +52,15 @@ class AppendBatch:
 
     ``rows`` are ``session_events`` rows as dicts (see `codec.event_row`); ``header`` is the
     ``sessions`` row of a pending (created, never appended) session, or None; ``now`` is the
-    store clock's time for ``updated_at``.
+    store clock's time for ``updated_at``; ``lease``, when given, is checked inside the append
+    transaction (`leases.check`).
     """
 
     session_id: str
     rows: Sequence[dict[str, Any]]
     header: dict[str, Any] | None
     now: int
+    lease: Lease | None = None
 
     @property
     def first_seq(self) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "VERSION_TABLE",
     "metadata",
     "session_events",
+    "session_leases",
     "sessions",
     "store_state",
 ]
@@ -111,3 +112,20 @@ store_state = Table(
     PrimaryKeyConstraint("id"),
     CheckConstraint("id = 1", name="single_row"),
 )
+
+session_leases = Table(
+    "session_leases",
+    metadata,
+    # No foreign key: a service leases a new session before its first append stores it.
+    Column("session_id", String(200), nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("host", Text, nullable=True),
+    Column("pid", BigInteger, nullable=True),
+    Column("epoch", BigInteger, nullable=False),
+    Column("acquired_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("session_id"),
+    CheckConstraint("epoch > 0", name="epoch_positive"),
+)
+"""Who owns a session live (`SessionService` leases). ``epoch`` grows with every new holder;
+an append made under a lease checks owner and epoch inside its own transaction (fencing)."""

@@ -45,7 +45,8 @@ from sqlalchemy.pool import StaticPool
 
 from ..errors import SessionNotFoundError, StoreError
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
-from .queries import compile_append, compile_positional, delete_session
+from .leases import check as check_lease
+from .queries import compile_append, compile_positional, delete_lease, delete_session
 from .reads import compile_reads
 from .recorder import (
     AppendBatch,
@@ -67,6 +68,7 @@ THREADS = 1 + READERS
 
 _SQL = compile_append(sqlite_dialect.dialect(paramstyle="qmark"))
 _DELETE = compile_positional(delete_session, sqlite_dialect.dialect(paramstyle="qmark"))[0]
+_DELETE_LEASE = compile_positional(delete_lease, sqlite_dialect.dialect(paramstyle="qmark"))[0]
 _READS = compile_reads(sqlite_dialect.dialect(paramstyle="qmark"))
 _WRITE_OPTION = "todo_sessions_write"
 
@@ -289,6 +291,9 @@ class _Writer:
 def _append(conn: sqlite3.Connection, batch: AppendBatch) -> AppendOutcome:
     """The append transaction's statements (the caller holds the write lock)."""
     session_id = batch.session_id
+    if batch.lease is not None:
+        leased = conn.execute(_SQL.lease.sql, (session_id,)).fetchone()
+        check_lease(session_id, leased, batch.lease, batch.now)
     state = conn.execute(_SQL.state.sql, (session_id,)).fetchone()
     if state is None:
         if batch.header is None:
@@ -335,6 +340,7 @@ def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
         deleted = conn.execute(_DELETE, (session_id,)).rowcount
+        conn.execute(_DELETE_LEASE, (session_id,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -37,11 +37,13 @@ from ..errors import (
     SessionExistsError,
     SessionNotFoundError,
     StoreError,
+    StoreUnavailableError,
     StructureError,
 )
-from . import reads
+from . import leases, reads
 from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, parse_url
+from .leases import Lease, LeaseHolder
 from .migrate import prepare_schema
 from .recorder import AppendBatch, Recorder, open_recorder
 from .results import SessionSummary, StoredLog, revision_token
@@ -53,6 +55,17 @@ EventInput = SessionEvent | Mapping[str, Any]
 T = TypeVar("T")
 
 _LOAD_ATTEMPTS = 5
+
+
+def _ttl_ms(ttl: float) -> int:
+    if not ttl > 0:
+        raise ValueError(f"a lease's ttl must be > 0 seconds, got {ttl!r}")
+    return max(1, round(ttl * 1000))
+
+
+_RECONNECT_FIRST_PAUSE = 0.05
+_RECONNECT_MAX_PAUSE = 1.0
+"""A follower retries an unreachable database after 50 ms, doubling up to 1 s."""
 
 
 def default_url() -> str:
@@ -228,7 +241,9 @@ class SessionStore:
             raise SessionExistsError(header.id)
         self._pending[header.id] = header
 
-    async def append(self, session_id: str, events: Iterable[EventInput]) -> str:
+    async def append(
+        self, session_id: str, events: Iterable[EventInput], *, lease: Lease | None = None
+    ) -> str:
         """Append a contiguous batch starting at the stored next seq, all or nothing.
 
         Returns the new revision token. Raises `SeqConflictError` when the batch does not start
@@ -236,6 +251,10 @@ class SessionStore:
         a malformed event, `SessionNotFoundError` for an id with neither a stored log nor a
         pending `create`. An empty batch writes nothing and returns the current token.
         Events that already passed `validate_event` are not checked again.
+
+        With ``lease`` (from `acquire_lease`), the append checks inside its own transaction
+        that the lease is still held and unexpired, else raises `LeaseLostError` and writes
+        nothing (fencing; `SessionService` passes its leases here).
         """
         check_session_id(session_id)
         self._check_writable(f"append to session {session_id!r}")
@@ -261,6 +280,7 @@ class SessionStore:
             [event_row(session_id, e) for e in batch],
             header_row(pending) if pending is not None else None,
             self._clock(),
+            lease,
         )
         with translate_errors(f"appending to session {session_id!r}"):
             try:
@@ -305,6 +325,50 @@ class SessionStore:
         for event in batch:
             checker.apply(event)
         return checker
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, *, ttl: float = 30.0, steal: bool = False
+    ) -> Lease:
+        """Take the ownership lease on a session for ``ttl`` seconds (docs/design.md,
+        "Leases"). Free, expired or already ``owner``'s → a new epoch; held by another live
+        owner → `SessionLeasedError` naming it and its expiry, unless ``steal``."""
+        check_session_id(session_id)
+        self._check_writable(f"lease session {session_id!r}")
+        ttl_ms = _ttl_ms(ttl)
+        return await self._write_sync(
+            f"leasing session {session_id!r}",
+            lambda c: leases.acquire(c, session_id, owner, self._clock(), ttl_ms, steal=steal),
+        )
+
+    async def renew_lease(self, lease: Lease, *, ttl: float = 30.0) -> Lease:
+        """Extend a lease still held for ``ttl`` seconds from now; `LeaseLostError` when it
+        was taken over or ran out meanwhile."""
+        ttl_ms = _ttl_ms(ttl)
+        return await self._write_sync(
+            f"renewing the lease on session {lease.session_id!r}",
+            lambda c: leases.renew(c, lease, self._clock(), ttl_ms),
+        )
+
+    async def release_lease(self, lease: Lease) -> bool:
+        """Give a lease back. False when it was no longer this holder's (nothing changed)."""
+        return await self._write_sync(
+            f"releasing the lease on session {lease.session_id!r}",
+            lambda c: leases.release(c, lease),
+        )
+
+    async def lease_holders(self, session_ids: Iterable[str]) -> dict[str, LeaseHolder]:
+        """The stored lease rows of these sessions (live or expired: see `LeaseHolder.live`)."""
+        ids = list(session_ids)
+        recorder = await self._ready()
+        with translate_errors("reading session leases"):
+            return await recorder.run_sync(lambda c: leases.holders(c, ids), write=False)
+
+    async def _write_sync(self, what: str, fn: Callable[[Connection], T]) -> T:
+        recorder = await self._ready()
+        with translate_errors(what):
+            return await recorder.run_sync(fn, write=True)
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and all its events (the only way rows ever leave)."""
@@ -508,6 +572,7 @@ class SessionStore:
         *,
         poll_interval: float = 0.05,
         page_size: int | None = None,
+        reconnect_timeout: float = 30.0,
     ) -> AsyncIterator[SessionEvent]:
         """The stored events from ``from_seq``, then each new one as any process appends it,
         in seq order with no gaps or duplicates. Runs until the caller stops iterating (or the
@@ -517,12 +582,21 @@ class SessionStore:
         On PostgreSQL a follower sleeps until a notification for the session (all followers of
         a store share one listening connection outside the pool); on SQLite it polls every
         ``poll_interval`` seconds.
+
+        A lost connection does not end it: the follower reconnects and goes on from the last
+        event it yielded. Only when the database stays unreachable for ``reconnect_timeout``
+        seconds does it raise `StoreUnavailableError` (a `StoreError`).
         """
         reads.check_from_seq(from_seq)
+        if reconnect_timeout < 0:
+            raise ValueError("reconnect_timeout must be >= 0")
         size = page_size or self.page_size
         recorder = await self._ready()
         async with recorder.wait_for_append(session_id) as wait:
-            async for event in self._pages(session_id, from_seq, size, lambda: wait(poll_interval)):
+            pages = self._pages(
+                session_id, from_seq, size, lambda: wait(poll_interval), reconnect_timeout
+            )
+            async for event in pages:
                 yield event
 
     async def _pages(
@@ -531,19 +605,46 @@ class SessionStore:
         from_seq: int,
         size: int,
         wait: Callable[[], Awaitable[Any]] | None,
+        reconnect_timeout: float = 0.0,
     ) -> AsyncIterator[SessionEvent]:
         """Events from ``from_seq``, a page (one short read transaction) at a time; at the end
-        of the log, stop (``wait`` None) or wait and read on."""
+        of the log, stop (``wait`` None) or wait and read on. While the database is unreachable
+        the page is retried with backoff, for at most ``reconnect_timeout`` seconds."""
         seq = from_seq
+        lost_since: float | None = None
+        pause = _RECONNECT_FIRST_PAUSE
+
+        async def back_off(exc: StoreUnavailableError) -> None:
+            nonlocal lost_since, pause
+            now = time.monotonic()
+            lost_since = now if lost_since is None else lost_since
+            if now - lost_since >= reconnect_timeout:
+                raise StoreUnavailableError(
+                    f"following session {session_id!r}: the database stayed unreachable for "
+                    f"{reconnect_timeout:g} s; the last event yielded was seq {seq - 1} ({exc})"
+                ) from exc
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _RECONNECT_MAX_PAUSE)
+
         while True:
-            page = (await self._read_events(session_id, seq, size))[1]
+            try:
+                page = (await self._read_events(session_id, seq, size))[1]
+            except StoreUnavailableError as exc:
+                if wait is None:
+                    raise
+                await back_off(exc)
+                continue
+            lost_since, pause = None, _RECONNECT_FIRST_PAUSE
             for event in page:
                 yield event
             seq += len(page)
             if len(page) < size:
                 if wait is None:
                     return
-                await wait()
+                try:
+                    await wait()
+                except StoreUnavailableError as exc:
+                    await back_off(exc)
 
     # -- integrity --------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The one place where driver exceptions become todo_sessions errors (docs/design.md, Errors).
 
-Most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; everything
-else from the database → `StoreError`. The original exception is always chained.
+Most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; a database
+that cannot be reached or a connection that died → `StoreUnavailableError`; everything else
+from the database → `StoreError`. The original exception is always chained.
 """
 
 from __future__ import annotations
@@ -12,9 +13,15 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
 
-from ..errors import SchemaError, StoreBusyError, StoreError, TodoSessionsError
+from ..errors import (
+    SchemaError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+    TodoSessionsError,
+)
 
-__all__ = ["is_unique_violation", "translate_errors", "translated"]
+__all__ = ["is_connection_lost", "is_unique_violation", "translate_errors", "translated"]
 
 _BUSY_SQLSTATES = {"40001", "40P01", "55P03", "57014"}
 _MISSING_SQLSTATES = {"42P01", "3F000"}
@@ -32,6 +39,37 @@ def _driver_error(exc: BaseException) -> BaseException:
 
 def _sqlstate(exc: BaseException) -> str | None:
     return getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+
+
+_LOST_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+"""Connection exceptions (class 08) and the server shutting the session down (admin shutdown,
+crash shutdown, cannot connect now)."""
+
+_LOST_ASYNCPG = frozenset(
+    {
+        "ConnectionDoesNotExistError",
+        "ConnectionFailureError",
+        "InternalClientError",  # "cannot switch to state ...": the protocol state is broken
+    }
+)
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """True when ``exc`` says the connection is dead (or never came up): the connection must
+    be discarded, and the operation's outcome on the server is unknown if it was a commit."""
+    driver = _driver_error(exc)
+    if isinstance(driver, ConnectionError | TimeoutError):
+        return True
+    if isinstance(driver, OSError) and not isinstance(driver, sqlite3.Error):
+        return True
+    state = _sqlstate(driver)
+    if state is not None and str(state).startswith(_LOST_SQLSTATE_PREFIXES):
+        return True
+    if type(driver).__module__.startswith("asyncpg"):
+        if type(driver).__name__ == "InterfaceError":  # "connection is closed", ...
+            return "closed" in str(driver)
+        return type(driver).__name__ in _LOST_ASYNCPG
+    return False
 
 
 def is_unique_violation(exc: BaseException) -> bool:
@@ -60,8 +98,10 @@ def translated(exc: BaseException, *, what: str) -> TodoSessionsError:
         return StoreBusyError(f"{what}: the database is busy ({message})")
     if state in _MISSING_SQLSTATES:
         return SchemaError(f"{what}: the database is not migrated ({message})")
-    if isinstance(driver, OSError | ConnectionError):
-        return StoreError(f"{what}: cannot reach the database ({message})")
+    if is_connection_lost(driver):
+        return StoreUnavailableError(
+            f"{what}: cannot reach the database, or the connection to it was lost ({message})"
+        )
     return StoreError(f"{what}: {type(driver).__name__}: {message}")
 
 

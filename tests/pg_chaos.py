@@ -1,0 +1,91 @@
+"""Ways to break a PostgreSQL connection on purpose, for the reconnect tests.
+
+- `terminate_backends`: ``pg_terminate_backend`` of every other backend of a database (what an
+  operator or a failover does).
+- `TcpProxy`: a TCP proxy in front of the server; ``reset()`` cuts every connection through it
+  (a network reset) and ``stop()``/``start()`` make the server unreachable and reachable again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from sqlalchemy.engine import make_url
+
+
+def asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def terminate_backends(url: str) -> int:
+    """Terminate every backend of ``url``'s database but this one; how many were."""
+    import asyncpg
+
+    conn = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    finally:
+        await conn.close()
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to the PostgreSQL server of ``url``."""
+
+    def __init__(self, url: str) -> None:
+        parsed = make_url(url)
+        self.target = (parsed.host or "127.0.0.1", parsed.port or 5432)
+        self.url_in = url
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._pipes: set[asyncio.StreamWriter] = set()
+
+    def url(self) -> str:
+        return (
+            make_url(self.url_in)
+            .set(host="127.0.0.1", port=self.port)
+            .render_as_string(hide_password=False)
+        )
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._pipes |= {writer, up_writer}
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        self._pipes -= {writer, up_writer}
+
+    def reset(self) -> None:
+        """Cut every connection through the proxy (as a network reset would)."""
+        for writer in list(self._pipes):
+            transport = writer.transport
+            transport.abort()
+        self._pipes.clear()
+
+    async def stop(self) -> None:
+        """Stop accepting (the server is unreachable) and cut what is open."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        self.reset()
+        if server is not None:
+            await server.wait_closed()

@@ -1,0 +1,162 @@
+"""`SessionService.aclose` never drops events: it retries until ``close_timeout``, then writes
+what it could not store to a recovery file that ``todo-sessions recover`` appends later."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from factories import header
+
+from todo_sessions import (
+    EventsNotStoredError,
+    SeqConflictError,
+    SessionEvent,
+    SessionService,
+    SessionStore,
+    StoreBusyError,
+    recover,
+)
+from todo_sessions.cli import main as cli
+
+
+class Lock:
+    """Another connection holding the SQLite write lock until `release`."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+async def live_session(
+    url: str, *, close_timeout: float
+) -> tuple[SessionService, list[SessionEvent]]:
+    store = SessionStore(url, busy_timeout_ms=50)
+    service = SessionService(store, close_timeout=close_timeout)
+    session = await service.new("s")
+    session.append("turn/start", {"turn": 1})
+    await service.flush("s")
+    session.append("request/context", {"model": "m", "n": 1})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    return service, list(session.events)
+
+
+async def test_a_busy_database_stays_a_busy_error_and_the_store_stays_usable(
+    tmp_path: Path,
+) -> None:
+    async with SessionStore(f"sqlite:///{tmp_path}/s.db", busy_timeout_ms=50) as store:
+        await store.create(header("s"))
+        await store.append("s", [SessionEvent("request/context", 0, 1, {})])
+        lock = Lock(tmp_path / "s.db")
+        with pytest.raises(StoreBusyError, match="locked past the busy timeout"):
+            await store.append("s", [SessionEvent("request/context", 1, 1, {})])
+        lock.release()
+        await store.append("s", [SessionEvent("request/context", 1, 1, {})])
+        assert await store.count("s") == 2
+
+
+async def test_lock_released_before_close_timeout_stores_everything(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    service, events = await live_session(url, close_timeout=10)
+    lock = Lock(tmp_path / "s.db")
+    threading.Timer(0.5, lock.release).start()  # held well past the 50 ms busy timeout
+    await service.aclose()
+    async with SessionStore(url) as store:
+        assert [e.to_json() for e in await store.read_from("s")] == [e.to_json() for e in events]
+
+
+async def test_lock_held_past_close_timeout_goes_to_a_recovery_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    service, events = await live_session(url, close_timeout=0.3)
+    lock = Lock(tmp_path / "s.db")
+    try:
+        with pytest.raises(ExceptionGroup) as info:
+            await service.aclose()
+    finally:
+        lock.release()
+    [error] = info.value.exceptions
+    assert isinstance(error, EventsNotStoredError)
+    assert isinstance(error.reason, StoreBusyError)
+    assert (error.session_id, error.count) == ("s", 2)
+    lines = (await asyncio.to_thread(Path(error.path).read_text)).splitlines()
+    assert json.loads(lines[0])["header"]["id"] == "s"
+    assert lines[1:] == [e.to_json() for e in events[1:]]  # exactly the unstored ones
+
+    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--db", url, "recover", error.path])
+    assert result.exit_code == 0, result.output
+    assert "recovered 2 events (seq 1-2) of session s" in result.output
+    async with SessionStore(url) as store:
+        assert [e.to_json() for e in await store.read_from("s")] == [e.to_json() for e in events]
+
+
+async def test_recover_refuses_when_the_log_moved_on(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    service, _ = await live_session(url, close_timeout=0.1)
+    lock = Lock(tmp_path / "s.db")
+    try:
+        with pytest.raises(ExceptionGroup) as info:
+            await service.aclose()
+    finally:
+        lock.release()
+    path = info.value.exceptions[0].path  # type: ignore[attr-defined]
+    async with SessionStore(url) as store:
+        await store.append("s", [SessionEvent("request/context", 1, 1, {"other": True})])
+        with pytest.raises(SeqConflictError, match="no longer ends where the recovery file"):
+            await recover(store, path)
+        assert await store.count("s") == 2  # nothing written
+    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--db", url, "recover", path])
+    assert result.exit_code == 1
+    assert "nothing was written" in result.stderr
+
+
+async def test_a_session_never_stored_is_recovered_whole(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = SessionStore(url, busy_timeout_ms=50)
+    service = SessionService(store, close_timeout=0.1)
+    session = await service.new("fresh")
+    session.append("turn/start", {"turn": 1})
+    await store.open()
+    lock = Lock(tmp_path / "s.db")
+    try:
+        with pytest.raises(ExceptionGroup) as info:
+            await service.aclose()
+    finally:
+        lock.release()
+    path = info.value.exceptions[0].path  # type: ignore[attr-defined]
+    async with SessionStore(url) as fresh:
+        result = await recover(fresh, path)
+        assert (result.session_id, result.first_seq, result.events) == ("fresh", 0, 1)
+        assert (await fresh.header("fresh")).id == "fresh"
+
+
+async def test_close_retries_an_unreachable_postgres_until_it_is_back(pg_database_url: str) -> None:
+    from conftest import _empty_pg
+    from pg_chaos import TcpProxy
+
+    await _empty_pg(pg_database_url)
+    proxy = TcpProxy(pg_database_url)
+    await proxy.start()
+    try:
+        service, events = await live_session(proxy.url(), close_timeout=20)
+        await proxy.stop()
+
+        async def back_soon() -> None:
+            await asyncio.sleep(0.7)
+            await proxy.start()
+
+        returning = asyncio.create_task(back_soon())
+        await service.aclose()
+        await returning
+    finally:
+        await proxy.stop()
+    async with SessionStore(pg_database_url) as store:
+        assert [e.to_json() for e in await store.read_from("s")] == [e.to_json() for e in events]
