@@ -203,3 +203,50 @@ class EventsNotStoredError(TodoSessionsError):
             f"session {session_id!r}: {count} event(s) could not be stored ({reason}); they "
             f"were saved to {path}; run `todo-sessions recover {path}` to append them"
         )
+
+
+# -- model providers (todo_sessions.providers, todo_sessions.agent.adapters) ---------------------
+#
+#   TodoSessionsError
+#   └── ModelError                     a model provider failed, or answered unusably
+#       ├── ProviderResponseError      a response (or stream) we cannot turn into deltas
+#       └── ModelRequestError          the request failed (HTTP status, connection, stream)
+#           └── ModelAuthError         no API key, or the provider refused it (401/403)
+
+__all__ += ["ModelAuthError", "ModelError", "ModelRequestError", "ProviderResponseError"]
+
+
+class ModelError(TodoSessionsError):
+    """A model provider failed, or answered with something we cannot use."""
+
+    def __init__(self, provider: str, message: str) -> None:
+        super().__init__(f"{provider}: {message}")
+        self.provider = provider
+
+
+class ProviderResponseError(ModelError):
+    """A provider's response or stream is malformed (not retried)."""
+
+
+class ModelRequestError(ModelError):
+    """A model request failed. ``status`` is the HTTP status (None: no response, e.g. a
+    connection reset or a dropped stream); ``retryable`` whether trying again may help;
+    ``attempts`` how many tries were made."""
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(provider, message)
+        self.status = status
+        self.retryable = retryable
+        self.attempts = attempts
+
+
+class ModelAuthError(ModelRequestError):
+    """No API key was found, or the provider refused it (HTTP 401/403)."""

@@ -25,7 +25,7 @@ from ..core.envelope import SessionEvent
 from ..session import Session
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
-from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta
+from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta, content_from_deltas
 
 __all__ = ["AgentLoop", "Checkpoint", "TurnOutcome"]
 
@@ -151,9 +151,7 @@ class AgentLoop:
         self._check_cancel()
         messages = self.session.derive_messages()
         chunk_seqs: list[int] = []
-        reasoning: list[str] = []
-        texts: list[str] = []
-        calls: list[ToolCallDelta] = []
+        deltas: list[TextDelta | ReasoningDelta | ToolCallDelta] = []
         finish = Finish()
         stream = self.model.stream(messages, self.tools.definitions())
         try:
@@ -167,42 +165,26 @@ class AgentLoop:
                         "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}
                     ).seq
                 )
-                if isinstance(delta, TextDelta):
-                    texts.append(delta.text)
-                elif isinstance(delta, ReasoningDelta):
-                    reasoning.append(delta.text)
-                else:
-                    calls.append(delta)
+                deltas.append(delta)
         except _Aborted:
             if chunk_seqs:  # keep what was streamed, without the half-requested tools
-                self._assistant(
-                    turn, step, reasoning, texts, [], chunk_seqs, None, interrupted=True
-                )
+                content = content_from_deltas(deltas, with_calls=False)
+                self._assistant(turn, step, content, chunk_seqs, None, interrupted=True)
             raise
-        self._assistant(turn, step, reasoning, texts, calls, chunk_seqs, finish.usage)
-        return "".join(texts), calls, finish
+        self._assistant(turn, step, content_from_deltas(deltas), chunk_seqs, finish.usage)
+        text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+        return text, [d for d in deltas if isinstance(d, ToolCallDelta)], finish
 
     def _assistant(
         self,
         turn: int,
         step: int,
-        reasoning: list[str],
-        texts: list[str],
-        calls: list[ToolCallDelta],
+        content: list[dict[str, Any]],
         chunk_seqs: list[int],
         usage: dict[str, Any] | None,
         *,
         interrupted: bool = False,
     ) -> None:
-        content: list[dict[str, Any]] = []
-        if reasoning:
-            content.append({"type": "reasoning", "text": "".join(reasoning)})
-        if texts:
-            content.append({"type": "text", "text": "".join(texts)})
-        content += [
-            {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
-            for c in calls
-        ]
         data: dict[str, Any] = {
             "turn": turn,
             "step": step,
@@ -359,7 +341,10 @@ def _chunk(delta: TextDelta | ReasoningDelta | ToolCallDelta, index: int) -> dic
     if isinstance(delta, TextDelta):
         return {"type": "text-delta", "index": index, "text": delta.text}
     if isinstance(delta, ReasoningDelta):
-        return {"type": "reasoning-delta", "index": index, "text": delta.text}
+        chunk: dict[str, Any] = {"type": "reasoning-delta", "index": index, "text": delta.text}
+        if delta.provider_data is not None:
+            chunk["providerData"] = delta.provider_data
+        return chunk
     return {
         "type": "tool-call",
         "index": index,

@@ -1,0 +1,10 @@
+"""Provider request formats: the derived history to what each API wants, and back.
+
+- `todo_sessions.providers.openai_chat`: OpenAI Chat Completions (and compatible APIs).
+- `todo_sessions.providers.openai_responses`: OpenAI Responses (stateless, encrypted reasoning).
+- `todo_sessions.providers.anthropic`: Anthropic Messages (thinking signatures kept).
+
+Each module has ``to_request(messages, *, model, system, tools, ...)`` giving the SDK's
+request params as plain dicts, ``parse_response(dict)`` and a stream decoder (``feed(event)``,
+``end()``) giving the agent loop's deltas. Pure: no SDK import, no I/O. See docs/providers.md.
+"""
