@@ -80,3 +80,16 @@ def test_a_stream_from_an_old_seq_replays_then_follows(tmp_path: Any) -> None:
             assert next(lines) == ": following"
             events = read_events(lines, 137)
         assert [e["seq"] for e in events] == list(range(130, 138))
+
+
+def test_a_reconnecting_client_goes_on_after_its_last_event(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'resume.db'}"
+    make_demo(url)
+    with serving(url) as base, httpx.Client(base_url=base, timeout=30) as client:
+        headers = {"Last-Event-ID": "134"}  # what EventSource sends when it reconnects
+        events_url = f"/api/sessions/{DEMO}/events"
+        with client.stream("GET", events_url, params={"from": 0}, headers=headers) as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == ": following"
+            events = read_events(lines, 137)
+        assert [e["seq"] for e in events] == [135, 136, 137]

@@ -245,6 +245,9 @@ def create_app(
         summary = await summary_or_404(session_id)
         from_seq = _int(request, "from", summary.next_seq)
         assert from_seq is not None
+        resumed = request.headers.get("last-event-id", "")
+        if resumed.isdigit():  # a browser reconnecting: go on after the last event it had
+            from_seq = int(resumed) + 1
         return StreamingResponse(
             _event_stream(the_store, session_id, from_seq),
             media_type="text/event-stream",
