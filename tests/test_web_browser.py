@@ -142,7 +142,9 @@ def test_moving_the_seq_updates_both_panes(
         shown_at(browser, 100)
         check_panes(browser, store, DEMO, 100)
 
-        browser.find_element(By.CSS_SELECTOR, '#timeline li.ev[data-seq="16"] a.seq').click()
+        link = browser.find_element(By.CSS_SELECTOR, '#timeline li.ev[data-seq="16"] a.seq')
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
         shown_at(browser, 16)
         check_panes(browser, store, DEMO, 16)
         changed = browser.find_elements(By.CSS_SELECTOR, "#todos li.todo.ch-added")
@@ -180,5 +182,5 @@ def test_the_open_page_follows_another_writer(
         todos = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#todos .content")]
         assert "written <b>elsewhere</b>" in todos
         assert browser.find_element(By.ID, "events").text == str(new_last + 1)
-        assert browser.find_element(By.ID, "turns").text == "3"
+        assert browser.find_element(By.ID, "turns").text == "3 turns"
         browser.save_screenshot(str(tmp_path / "live.png"))

@@ -318,8 +318,12 @@ def create_app(
             if owned:
                 await the_store.aclose()
 
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
     routes = [
         Route("/", sessions_page),
+        Route("/favicon.ico", no_icon),
         Route("/open", open_session),
         Route("/api/sessions", api_sessions),
         Route("/api/sessions/{session_id:path}/state", api_state),

@@ -152,7 +152,10 @@
     setText("#events", last + 1);
     setText("#updated", event.updated);
     if (event.type === "turn/start") {
-      setText("#turns", Number(document.getElementById("turns").textContent) + 1);
+      const turns = document.getElementById("turns");
+      const count = Number(turns.dataset.count) + 1;
+      turns.dataset.count = String(count);
+      turns.textContent = `${count} turn${count === 1 ? "" : "s"}`;
     }
     const list = timeline.querySelector("ol.events");
     if (list && event.seq < start + pageSize && !document.getElementById(`seq-${event.seq}`)) {
