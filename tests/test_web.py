@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx2")
 
-from factories import T0, header, todo_write, turn, user_message
+from factories import T0, chunks, header, todo_write, turn, user_message
 from markupsafe import escape
 from starlette.testclient import TestClient
 
@@ -26,7 +26,7 @@ from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
 from todo_sessions.demo import run_demo
 from todo_sessions.jsonl import export_lines
 from todo_sessions.web import create_app
-from todo_sessions.web.views import TIMELINE_PAGE, messages_json
+from todo_sessions.web.views import TIMELINE_PAGE, TODO_SCAN_LIMIT, messages_json
 
 DEMO = "demo-web"
 HOSTILE_TEXT = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -224,6 +224,36 @@ def test_the_todo_pane_marks_what_the_last_write_changed(
     assert kinds == ["added", "added", "removed", "removed", "removed"]
     page = client.get(f"/sessions/{DEMO}", params={"at": writes[4]}).text
     assert [change for _, _, change in todo_pane(page)].count("removed") == 3
+
+
+def test_a_write_far_back_is_shown_without_its_changes(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'far.db'}"
+    with SyncSessionStore(url) as store:
+        store.create(header("far"))
+        near = TODO_SCAN_LIMIT - 1  # the last seq whose write is still found
+        events = [todo_write(0, ("old", "pending")), *chunks(1, near - 1)]
+        events += [todo_write(near, ("plan", "in_progress"), ("old", "completed"))]
+        events += chunks(near + 1, TODO_SCAN_LIMIT + 10)
+        store.append("far", events)
+        end = store.summary("far").next_seq - 1
+    with TestClient(create_app(url, allowed_hosts=["testserver"])) as client:
+        found = client.get("/api/sessions/far/state", params={"at": near + TODO_SCAN_LIMIT - 1})
+        assert found.json()["todoWriteSeq"] == near
+        assert found.json()["previousTodoWriteSeq"] == 0
+        changes = [(c["content"], c["change"]) for c in found.json()["todoChanges"]]
+        assert changes == [("plan", "added"), ("old", "status")]
+        far = client.get("/api/sessions/far/state", params={"at": end}).json()
+        assert far["todos"] == [
+            {"content": "plan", "status": "in_progress"},
+            {"content": "old", "status": "completed"},
+        ]
+        assert far["todoWriteSeq"] is None and far["todoChanges"] == []
+        page = client.get("/sessions/far").text
+        assert "changes are not marked" in page
+        assert [(c, s, ch) for c, s, ch in todo_pane(page)] == [
+            ("plan", "in_progress", "same"),
+            ("old", "completed", "same"),
+        ]
 
 
 def test_no_seq_means_the_end_and_past_the_end_is_clamped(

@@ -43,7 +43,7 @@ TIMELINE_PAGE = 200
 MESSAGES_SHOWN = 200
 """The message pane shows the last this many derived messages (the JSON API has them all)."""
 
-TODO_SCAN_LIMIT = 20_000
+TODO_SCAN_LIMIT = 5_000
 """How far back from the selected seq the viewer looks for the todo write it shows, to mark
 what that write changed. The store answers the list itself in one row, but has no call that
 says *which* seq wrote it, so the viewer scans back page by page; past this many events it
@@ -290,12 +290,12 @@ def todo_changes(
 
 async def latest_write_seq(store: SessionStore, session_id: str, at: int) -> int | None:
     """The seq of the last ``todo/write`` at or before ``at``, scanning back page by page (at
-    most `TODO_SCAN_LIMIT` events), or None if not found within that."""
+    most `TODO_SCAN_LIMIT` events: about 50 ms), or None if not found within that."""
     high = at
     size = 256
     scanned = 0
     while high >= 0 and scanned < TODO_SCAN_LIMIT:
-        low = max(0, high - size + 1)
+        low = max(0, high - min(size, TODO_SCAN_LIMIT - scanned) + 1)
         want = high - low + 1
         found: int | None = None
         seen = 0
