@@ -499,3 +499,17 @@ def append_turn_elsewhere(url: str, session_id: str, turn: int, text: str) -> in
         check=True,
     )
     return int(done.stdout.strip())
+
+
+@pytest.mark.postgres
+def test_the_panes_on_postgresql(fresh_pg_url: str) -> None:
+    make_demo(fresh_pg_url)
+    app = create_app(fresh_pg_url, allowed_hosts=["testserver"])
+    with TestClient(app) as client, SyncSessionStore(fresh_pg_url) as store:
+        assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [DEMO]
+        for at in (16, 70, 137):
+            page = client.get(f"/sessions/{DEMO}", params={"at": at}).text
+            todos = current(store.current_todos(DEMO, upto_seq=at)) or []
+            assert [(c, s) for c, s, ch in todo_pane(page) if ch != "removed"] == todos
+            state = client.get(f"/api/sessions/{DEMO}/state", params={"at": at}).json()
+            assert state["messages"] == messages_json(store.derive_messages(DEMO, upto_seq=at))

@@ -37,7 +37,15 @@ def read_events(lines: Any, until_seq: int) -> list[dict[str, Any]]:
 
 
 def test_a_stream_client_sees_another_writers_events(tmp_path: Any) -> None:
-    url = f"sqlite:///{tmp_path / 'live.db'}"
+    see_another_writer(f"sqlite:///{tmp_path / 'live.db'}")
+
+
+@pytest.mark.postgres
+def test_a_stream_client_sees_another_writers_events_on_postgresql(fresh_pg_url: str) -> None:
+    see_another_writer(fresh_pg_url)  # woken by LISTEN/NOTIFY
+
+
+def see_another_writer(url: str) -> None:
     make_demo(url)
     with SyncSessionStore(url) as store:
         start = store.summary(DEMO).next_seq

@@ -32,6 +32,7 @@ __version__ = "0.1.0"
 # that needs them is first looked up.
 _LAZY: dict[str, str] = {
     "AgentLoop": ".agent.loop",
+    "AnthropicModel": ".agent.adapters",
     "AssistantMessage": ".core.messages",
     "ContentBlock": ".core.messages",
     "EVENT_TYPES": ".core.catalog",
@@ -44,6 +45,7 @@ _LAZY: dict[str, str] = {
     "MessageSnapshot": ".core.surface",
     "Model": ".agent.model",
     "ModelDelta": ".agent.model",
+    "OpenAIChatModel": ".agent.adapters",
     "ReasoningDelta": ".agent.model",
     "RecoveryResult": ".recovery",
     "ScriptedModel": ".agent.model",
@@ -83,6 +85,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .acp.mapping import todos_to_plan
+    from .agent.adapters import AnthropicModel, OpenAIChatModel
     from .agent.loop import (
         AgentLoop,
         TurnOutcome,
@@ -161,6 +164,7 @@ __all__ = [
     "EVENT_TYPES",
     "FORMAT_VERSION",
     "AgentLoop",
+    "AnthropicModel",
     "AssistantMessage",
     "ContentBlock",
     "CorruptSessionError",
@@ -176,6 +180,7 @@ __all__ = [
     "MessageSnapshot",
     "Model",
     "ModelDelta",
+    "OpenAIChatModel",
     "ReasoningDelta",
     "RecoveryResult",
     "SchemaError",

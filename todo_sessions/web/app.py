@@ -53,6 +53,7 @@ from ..errors import (
     TodoSessionsError,
 )
 from ..jsonl import export_lines
+from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import views
 from .render import render, render_messages, render_row, render_todos, session_url
@@ -144,7 +145,7 @@ def create_app(
     def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(template, **base, **context), status_code=code)
 
-    async def summary_or_404(session_id: str) -> Any:
+    async def summary_or_404(session_id: str) -> SessionSummary:
         try:
             return await the_store.summary(session_id)
         except SessionNotFoundError:
