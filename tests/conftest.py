@@ -22,6 +22,8 @@ from todo_sessions import SessionStore
 from todo_sessions.store.schema import session_leases, sessions
 
 PG_ENV = "TODO_SESSIONS_PG_URL"
+PGBOUNCER_ENV = "TODO_SESSIONS_PGBOUNCER_URL"
+"""A PgBouncer (transaction pooling) in front of the same server; ``.ci/run`` starts one."""
 
 
 def _asyncpg_dsn(url: str) -> str:
@@ -97,30 +99,47 @@ async def _empty_pg(url: str) -> None:
         await store._run_sync(empty, write=True)
 
 
+def through_pgbouncer(pg_url: str) -> str:
+    """``pg_url``'s database reached through the PgBouncer of ``TODO_SESSIONS_PGBOUNCER_URL``."""
+    bouncer = os.environ.get(PGBOUNCER_ENV)
+    if not bouncer:
+        pytest.skip(f"{PGBOUNCER_ENV} is not set")
+    at = make_url(bouncer)
+    return (
+        make_url(pg_url)
+        .set(host=at.host, port=at.port, query={"pgbouncer": "true"})
+        .render_as_string(hide_password=False)
+    )
+
+
 def _url_for(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
     if backend == "sqlite-file":
         return f"sqlite:///{tmp_path}/sessions.db"
     if backend == "sqlite-memory":
         return "sqlite://"
+    if backend == "pgbouncer":
+        return through_pgbouncer(request.getfixturevalue("pg_database_url"))
     return request.getfixturevalue("pg_database_url")
 
 
-@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgres"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
-    """A database URL for each backend, empty at the start of the test."""
-    url = _url_for(request.param, request, tmp_path)
-    if request.param == "postgres":
+async def _fresh(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+    url = _url_for(backend, request, tmp_path)
+    if backend in ("postgres", "pgbouncer"):
         await _empty_pg(url)
     return url
 
 
-@pytest.fixture(params=["sqlite-file", "postgres"])
+@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgres", "pgbouncer"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+    """A database URL for each backend, empty at the start of the test. ``pgbouncer`` is the
+    PostgreSQL backend through PgBouncer in transaction pooling mode."""
+    return await _fresh(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite-file", "postgres", "pgbouncer"])
 async def shared_db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
     """Like ``db_url`` but only backends several stores/processes can share."""
-    url = _url_for(request.param, request, tmp_path)
-    if request.param == "postgres":
-        await _empty_pg(url)
-    return url
+    return await _fresh(request.param, request, tmp_path)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ deadlock upgrading a read lock). A new database file is created 0600, in directo
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ class StoreURL:
     """The SQLite file, or None for an in-memory database or PostgreSQL."""
     connect_args: Mapping[str, Any] = field(default_factory=dict)
     """Driver arguments taken out of the URL's query (libpq spellings → asyncpg's)."""
+    pooler: bool = False
+    """PostgreSQL behind a transaction-pooling connection pooler (``?pgbouncer=true``)."""
 
     @property
     def memory(self) -> bool:
@@ -93,11 +96,36 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
                 args["timeout"] = float(query.pop("connect_timeout"))  # type: ignore[arg-type]
             except ValueError:
                 raise ValueError("connect_timeout in the database URL must be a number") from None
+        pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
+        if pooler:
+            # Transaction pooling hands each transaction to any server connection: nothing may
+            # rely on a prepared statement outliving its transaction (docs/design.md,
+            # "Behind a connection pooler").
+            args["statement_cache_size"] = 0
+            args["prepared_statement_name_func"] = _unique_statement_name
+            query["prepared_statement_cache_size"] = "0"
         url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(url_, "postgresql", None, args)
+        return StoreURL(url_, "postgresql", None, args, pooler)
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )
+
+
+def _flag(value: Any, name: str) -> bool:
+    if value is None:
+        return False
+    text = str(value).lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} in the database URL must be true or false, got {value!r}")
+
+
+def _unique_statement_name() -> str:
+    """Names of SQLAlchemy's prepared statements behind a pooler: never reused, so two
+    clients sharing a server connection never collide."""
+    return f"__todo_sessions_{uuid.uuid4().hex}__"
 
 
 def sqlite_pragmas(options: SQLiteOptions, *, memory: bool) -> list[str]:

@@ -12,7 +12,9 @@
 - **follow** is woken by ``NOTIFY todo_sessions_appended`` (a trigger sends it on every
   append, from any process). All followers of a store share one LISTEN connection of their
   own (`PgListener`), so they never take connections from the pool; a periodic re-check is the
-  safety net.
+  safety net. LISTEN needs a session of its own: behind a transaction-pooling pooler
+  (``?pgbouncer=true``) it uses the store's ``listen_url`` (a direct connection), and without
+  one followers poll every ``poll_interval``.
 - **Migrations** run in one transaction holding a transaction-scoped advisory lock.
 - **Lost connections** (a terminated backend, a server restart, a network reset) are never
   reused: the connection is invalidated and the pool's idle connections are dropped with it
@@ -44,6 +46,7 @@ from .reads import WITHOUT_SNAPSHOT, compile_reads
 from .recorder import (
     AppendBatch,
     AppendOutcome,
+    LocalWakeups,
     Wait,
     after_append,
     check_batch_start,
@@ -62,6 +65,8 @@ MIGRATION_LOCK = 0x746F646F5F736573
 """Any fixed 64-bit key: serialises our migrations across PostgreSQL sessions."""
 
 _RECHECK_SECONDS = 2.0
+_LISTENER_ARGS = frozenset({"ssl", "server_settings", "timeout", "statement_cache_size"})
+"""The connect arguments a plain asyncpg connection takes (not SQLAlchemy's own)."""
 _SQL = compile_append(asyncpg_dialect.dialect())
 _READS = compile_reads(asyncpg_dialect.dialect())
 
@@ -94,12 +99,21 @@ class PostgresRecorder:
 
     dialect = "postgresql"
 
-    def __init__(self, target: StoreURL, *, pool_size: int = 5, max_overflow: int = 10) -> None:
+    def __init__(
+        self,
+        target: StoreURL,
+        *,
+        pool_size: int = 5,
+        max_overflow: int = 10,
+        listen: StoreURL | None = None,
+    ) -> None:
         self._target = target
+        self._listen = listen if listen is not None else None if target.pooler else target
         self._pool_size = pool_size
         self._max_overflow = max_overflow
         self._engine: AsyncEngine | None = None
         self._listener: PgListener | None = None
+        self._wakeups = LocalWakeups()
 
     async def open(self) -> None:
         if self._engine is not None:
@@ -155,6 +169,11 @@ class PostgresRecorder:
             return await _append(raw.driver_connection, batch)
 
     async def append(self, batch: AppendBatch) -> AppendOutcome:
+        outcome = await self._append_exactly_once(batch)
+        self._wakeups.wake(batch.session_id)  # pollers (behind a pooler) need not wait
+        return outcome
+
+    async def _append_exactly_once(self, batch: AppendBatch) -> AppendOutcome:
         try:
             return await self._append_once(batch)
         except Exception as exc:
@@ -186,11 +205,16 @@ class PostgresRecorder:
 
     @contextlib.asynccontextmanager
     async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
+        if self._listen is None:  # behind a pooler without a listen URL: poll
+            async with self._wakeups.polling(session_id) as poll:
+                yield poll
+            return
         if self._listener is None:
-            dsn = self._target.url.set(drivername="postgresql")
-            self._listener = PgListener(
-                dsn.render_as_string(hide_password=False), self._target.connect_args
-            )
+            dsn = self._listen.url.set(drivername="postgresql")
+            args = {
+                k: v for k, v in self._listen.connect_args.items() if k in _LISTENER_ARGS
+            }
+            self._listener = PgListener(dsn.render_as_string(hide_password=False), args)
         listener = self._listener
         await listener.ensure_connected()
         wake = asyncio.Event()

@@ -15,8 +15,10 @@ on its own driver. See docs/design.md, "Backends".
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -30,6 +32,7 @@ from .leases import Lease
 __all__ = [
     "AppendBatch",
     "AppendOutcome",
+    "LocalWakeups",
     "Recorder",
     "Wait",
     "check_batch_start",
@@ -96,6 +99,37 @@ def after_append(
     }
 
 
+class LocalWakeups:
+    """Followers that poll, woken at once by appends made through the same store."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+
+    def wake(self, session_id: str) -> None:
+        for event in self._waiters.get(session_id, ()):
+            event.set()
+
+    @contextlib.asynccontextmanager
+    async def polling(self, session_id: str) -> AsyncIterator[Wait]:
+        """A `Wait` that returns after ``poll_interval`` or at this store's next append."""
+        wake = asyncio.Event()
+        self._waiters.setdefault(session_id, set()).add(wake)
+
+        async def poll(interval: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), interval)
+            wake.clear()
+
+        try:
+            yield poll
+        finally:
+            waiters = self._waiters.get(session_id)
+            if waiters is not None:
+                waiters.discard(wake)
+                if not waiters:
+                    del self._waiters[session_id]
+
+
 class Recorder(Protocol):
     """What `SessionStore` needs from a backend. One implementation per backend."""
 
@@ -141,13 +175,20 @@ class Recorder(Protocol):
 
 
 def open_recorder(
-    target: StoreURL, *, sqlite: SQLiteOptions, pool_size: int = 5, max_overflow: int = 10
+    target: StoreURL,
+    *,
+    sqlite: SQLiteOptions,
+    pool_size: int = 5,
+    max_overflow: int = 10,
+    listen: StoreURL | None = None,
 ) -> Recorder:
     """The recorder for ``target``'s backend (not yet connected)."""
     if target.dialect == "postgresql":
         from .postgres import PostgresRecorder
 
-        return PostgresRecorder(target, pool_size=pool_size, max_overflow=max_overflow)
+        return PostgresRecorder(
+            target, pool_size=pool_size, max_overflow=max_overflow, listen=listen
+        )
     from .sqlite import SQLiteRecorder
 
     return SQLiteRecorder(target, sqlite)

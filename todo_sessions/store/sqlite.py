@@ -34,8 +34,9 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
@@ -51,6 +52,7 @@ from .reads import compile_reads
 from .recorder import (
     AppendBatch,
     AppendOutcome,
+    LocalWakeups,
     Wait,
     after_append,
     check_batch_start,
@@ -406,7 +408,7 @@ class SQLiteRecorder:
         self._options = options
         self._writer: _Writer | None = None
         self._readers: _Readers | None = None
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._wakeups = LocalWakeups()
 
     async def open(self) -> None:
         if self._writer is not None:
@@ -434,8 +436,7 @@ class SQLiteRecorder:
 
     async def append(self, batch: AppendBatch) -> AppendOutcome:
         outcome = await self._the_writer().append(batch)
-        for wake in self._waiters.get(batch.session_id, ()):
-            wake.set()  # followers in this process need not wait for their next poll
+        self._wakeups.wake(batch.session_id)  # followers here need not wait for their poll
         return outcome
 
     async def read(self, op: Callable[..., T], *args: Any) -> T:
@@ -446,26 +447,10 @@ class SQLiteRecorder:
     async def delete(self, session_id: str) -> bool:
         return await self._the_writer().call(_delete, session_id)
 
-    @contextlib.asynccontextmanager
-    async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
+    def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
         """SQLite has no notifications across processes: followers poll every
         ``poll_interval``, and an append through this store wakes them at once."""
-        wake = asyncio.Event()
-        self._waiters.setdefault(session_id, set()).add(wake)
-
-        async def poll(interval: float) -> None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
-            wake.clear()
-
-        try:
-            yield poll
-        finally:
-            waiters = self._waiters.get(session_id)
-            if waiters is not None:
-                waiters.discard(wake)
-                if not waiters:
-                    del self._waiters[session_id]
+        return self._wakeups.polling(session_id)
 
     async def check_integrity(self) -> list[str]:
         """``PRAGMA integrity_check`` (every page, index entry and constraint) and ``PRAGMA

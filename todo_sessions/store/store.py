@@ -105,9 +105,11 @@ class SessionStore:
     SQLite settings: ``journal_mode`` (WAL), ``synchronous`` ("FULL" or "NORMAL"),
     ``busy_timeout_ms`` (5000), ``read_only`` (default: read-only exactly when the file
     exists and this process may not write it or its directory; reads work, appends and
-    deletes raise `StoreError`, an old schema is a `SchemaError`). PostgreSQL: ``pool_size``.
-    ``clock`` (Unix epoch ms, default the wall clock) stamps ``updated_at`` of appends and
-    ``created_at`` of forks.
+    deletes raise `StoreError`, an old schema is a `SchemaError`). PostgreSQL: ``pool_size``;
+    behind PgBouncer in transaction mode add ``?pgbouncer=true`` to the URL (no prepared
+    statement outlives its transaction) and give ``listen_url``, a direct connection for
+    `follow`'s LISTEN (without it, followers poll). ``clock`` (Unix epoch ms, default the wall
+    clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
     """
 
     def __init__(
@@ -123,8 +125,12 @@ class SessionStore:
         page_size: int = 1000,
         clock: Callable[[], int] = wall_clock_ms,
         read_only: bool | None = None,
+        listen_url: str | URL | None = None,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
+        self._listen = parse_url(listen_url) if listen_url is not None else None
+        if self._listen is not None and self._listen.dialect != "postgresql":
+            raise ValueError("listen_url must be a PostgreSQL URL (a direct connection)")
         if read_only is None:  # an existing SQLite file we may not write: read it read-only
             path = self._target.path
             read_only = path is not None and path.is_file() and not _writable(path)
@@ -167,7 +173,9 @@ class SessionStore:
                 raise RuntimeError("this SessionStore is closed")
             if self._recorder is not None:
                 return self
-            recorder = open_recorder(self._target, sqlite=self._sqlite, pool_size=self._pool_size)
+            recorder = open_recorder(
+                self._target, sqlite=self._sqlite, pool_size=self._pool_size, listen=self._listen
+            )
             try:
                 with translate_errors(f"opening {self.url}"):
                     await recorder.open()
