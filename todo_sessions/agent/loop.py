@@ -166,8 +166,10 @@ class AgentLoop:
                     ).seq
                 )
                 deltas.append(delta)
-        except _Aborted:
-            if chunk_seqs:  # keep what was streamed, without the half-requested tools
+        except (_Aborted, Exception):
+            # Cancelled, or the model failed mid-stream (a dropped connection): keep what was
+            # streamed, without the half-requested tools.
+            if chunk_seqs:
                 content = content_from_deltas(deltas, with_calls=False)
                 self._assistant(turn, step, content, chunk_seqs, None, interrupted=True)
             raise
