@@ -10,15 +10,18 @@ to pydantic (False).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
+import annotated_types
 import pytest
 from pydantic import (
+    AfterValidator,
     AliasPath,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    RootModel,
     Tag,
     ValidationError,
     model_validator,
@@ -153,6 +156,24 @@ BASE = {"kind": "a", "union": 1, "items": [], "nested": [["x"]], "obj": {}, "may
 )
 def test_literals_unions_and_containers(change: dict[str, Any]) -> None:
     agree(Containers, [{**BASE, **change}])
+
+
+class BoundedItems(Strict):
+    counts: list[Annotated[int, annotated_types.Ge(0)]]
+    words: list[Annotated[str, annotated_types.MinLen(2)]] = []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"counts": [0, 3]},
+        {"counts": [-1]},
+        {"counts": [1], "words": ["ab", "cde"]},
+        {"counts": [1], "words": ["ab", "c"]},
+    ],
+)
+def test_bounds_inside_lists(value: Any) -> None:
+    agree(BoundedItems, [value])
 
 
 # -- nested models, aliases, extra keys ------------------------------------------------------------
@@ -404,6 +425,26 @@ class NestedUnsupported(Strict):
     inner: FloatField
 
 
+def no_nine_lives(value: Any) -> Any:
+    if getattr(value, "lives", None) == 9:
+        raise ValueError("nine")
+    return value
+
+
+class ValidatedPets(Strict):
+    pets: list[
+        Annotated[
+            Annotated[Cat, Tag("cat")] | Annotated[Dog, Tag("dog")],
+            Discriminator(pick),
+            AfterValidator(no_nine_lives),
+        ]
+    ]
+
+
+class StrictRoot(RootModel[int]):
+    model_config = ConfigDict(strict=True)
+
+
 NOT_COMPILED = [
     PostInit,
     ByNameOnly,
@@ -428,6 +469,8 @@ NOT_COMPILED = [
     FieldDiscriminator,
     DiscriminatorWithMore,
     NestedUnsupported,
+    ValidatedPets,
+    StrictRoot,
 ]
 
 
@@ -484,6 +527,17 @@ def test_config_that_does_not_change_validation_still_compiles(key: str) -> None
     assert compile_check(model) is not None
 
 
+def test_config_of_only_harmless_keys_compiles() -> None:
+    everything = ConfigDict(strict=True, **HARMLESS)  # type: ignore[typeddict-item]
+
+    class Everything(BaseModel):
+        model_config = everything
+        n: int
+
+    assert set(Everything.model_config) == set(HARMLESS) | {"strict"}
+    assert compile_check(Everything) is not None
+
+
 def test_the_generated_source_holds_only_names_and_bounds() -> None:
     compiler = fastcheck._Compiler()
     compiler.model(Outer)
@@ -508,6 +562,8 @@ UNSUPPORTED_TYPES: dict[str, Any] = {
     "set": set[int],
     "list of two": list[int, str],  # type: ignore[misc]
     "dict of ints": dict[str, int],
+    "type variable": TypeVar("T"),
+    "a string": "int",
 }
 
 
