@@ -299,6 +299,26 @@ def test_a_long_session_pages_its_timeline(client: TestClient) -> None:
     assert re.findall(r'data-seq="(\d+)"', body["html"])[:3] == ["0", "1", "2"]
 
 
+def test_a_long_history_shows_its_last_messages(
+    client: TestClient, store: SyncSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from todo_sessions.web import views
+
+    monkeypatch.setattr(views, "MESSAGES_SHOWN", 10)
+    messages = messages_json(store.derive_messages("long"))
+    assert len(messages) == 79
+    page = client.get("/sessions/long").text
+    assert "79 messages as of seq" in page and "the last 10 are shown" in page
+    assert '<ol class="messages" start="70">' in page
+    shown = re.findall(
+        r'<li class="msg role-user" data-role="user">\s*<div class="role">user'
+        r'</div>\s*<pre class="block text">(.*?)</pre>',
+        page,
+    )
+    assert shown == [m["content"][0]["text"] for m in messages[-10:]]
+    assert len(client.get("/api/sessions/long/state").json()["messages"]) == 79
+
+
 def test_unknown_ids_are_404(client: TestClient) -> None:
     page = client.get("/sessions/nobody")
     assert page.status_code == 404
