@@ -8,6 +8,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +21,7 @@ from todo_sessions import (
     SessionService,
     SessionStore,
     StoreBusyError,
+    StoreUnavailableError,
     recover,
 )
 from todo_sessions.cli import main as cli
@@ -160,3 +162,38 @@ async def test_close_retries_an_unreachable_postgres_until_it_is_back(pg_databas
         await proxy.stop()
     async with SessionStore(pg_database_url) as store:
         assert [e.to_json() for e in await store.read_from("s")] == [e.to_json() for e in events]
+
+
+async def test_a_flush_whose_answer_was_lost_is_not_a_conflict(tmp_path: Path) -> None:
+    """The store could not tell whether an append committed (it raised); the events are
+    in fact stored. The next flush meets its own events, not another writer's."""
+    store = SessionStore(f"sqlite:///{tmp_path}/s.db")
+    real_append = store.append
+    lose = {"next": False}
+
+    async def append(session_id: str, events: Any, **kw: Any) -> str:
+        token = await real_append(session_id, events, **kw)
+        if lose["next"]:
+            lose["next"] = False
+            raise StoreUnavailableError("connection lost before the commit was confirmed")
+        return token
+
+    store.append = append  # type: ignore[method-assign]
+    async with SessionService(store) as service:
+        session = await service.new("s")
+        session.append("turn/start", {"turn": 1})
+        lose["next"] = True
+        with pytest.raises(StoreUnavailableError):
+            await service.flush("s")
+        assert service.pending("s") == 1
+        session.append("request/context", {"n": 1})
+        await service.flush("s")  # the first event is found stored: only the new one is sent
+        assert service.pending("s") == 0
+        assert [e.type for e in await store.read_from("s")] == ["turn/start", "request/context"]
+        other = SessionStore(f"sqlite:///{tmp_path}/s.db")
+        async with other:  # a real conflict is still one
+            await other.append("s", [SessionEvent("request/context", 2, 1, {"other": 1})])
+        session.append("request/context", {"n": 2})
+        with pytest.raises(SeqConflictError):
+            await service.flush("s")
+        await service.discard("s")

@@ -35,10 +35,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .errors import (
     EventsNotStoredError,
     LeaseLostError,
+    SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
     StoreBusyError,
@@ -271,7 +273,30 @@ class SessionService:
                 write = asyncio.ensure_future(self.store.append(sid, events, lease=live.lease))
                 live.inflight = write
                 write.add_done_callback(functools.partial(live.settle, count=len(events)))
-                await asyncio.shield(write)
+                try:
+                    await asyncio.shield(write)
+                except SeqConflictError:
+                    # An earlier flush may have committed although its answer never came (the
+                    # connection died and the store could not read the outcome back): then
+                    # the stored log continues with these very events, and this is no conflict.
+                    ours = await self._stored_already(sid, events)
+                    if not ours:
+                        raise
+                    live.flushed += ours
+                    if ours < len(events):
+                        rest = events[ours:]
+                        await self.store.append(sid, rest, lease=live.lease)
+                        live.flushed += len(rest)
+
+    async def _stored_already(self, session_id: str, events: list[SessionEvent]) -> int:
+        """How many of ``events`` are stored, exactly, where they belong; 0 when the stored
+        log holds anything else there (a real conflict)."""
+        stored = await self.store.read_from(session_id, events[0].seq, limit=len(events))
+        if not stored or [e.to_json() for e in stored] != [
+            e.to_json() for e in events[: len(stored)]
+        ]:
+            return 0
+        return len(stored)
 
     def checkpoint_for(self, session_id: str) -> Callable[[str], Any]:
         """The checkpoint callback for an `AgentLoop` on this session."""

@@ -408,10 +408,14 @@ class SessionStore:
             f"reading session {session_id!r}", reads.read_events, session_id, from_seq, limit
         )
 
-    async def read_from(self, session_id: str, from_seq: int = 0) -> list[SessionEvent]:
-        """The stored events with ``seq >= from_seq``, exactly as stored."""
+    async def read_from(
+        self, session_id: str, from_seq: int = 0, *, limit: int | None = None
+    ) -> list[SessionEvent]:
+        """The stored events with ``seq >= from_seq`` (at most ``limit``), exactly as stored."""
         reads.check_from_seq(from_seq)
-        return (await self._read_events(session_id, from_seq))[1]
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+        return (await self._read_events(session_id, from_seq, limit))[1]
 
     async def read(self, session_id: str) -> StoredLog:
         """Header, every event and the revision token, read in one transaction."""
