@@ -790,26 +790,70 @@ def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
 
 
 @main.command("acp")
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER:MODEL",
+    help="A real model: openai:MODEL (any OpenAI-compatible API, with --base-url) or "
+    "anthropic:MODEL. Default: the built-in deterministic planning agent.",
+)
+@click.option(
+    "--base-url", metavar="URL", help="The API's base URL (e.g. https://api.deepseek.com)."
+)
+@click.option(
+    "--api-key-env",
+    metavar="NAME",
+    help="The environment variable holding the API key (default: OPENAI_API_KEY, "
+    "DEEPSEEK_API_KEY for a DeepSeek URL when set, ANTHROPIC_API_KEY).",
+)
+@click.option("--system", "system_prompt", metavar="TEXT", help="Replace the system prompt.")
 @pass_ctx
-def acp_cmd(ctx: Context) -> None:
+def acp_cmd(
+    ctx: Context,
+    model_spec: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    system_prompt: str | None,
+) -> None:
     """Run an Agent Client Protocol agent over stdio (for editors such as Zed).
 
-    The built-in deterministic agent turns each line of a prompt into a todo and works through
-    them with todo_write calls; sessions are stored in the configured database and can be
+    Without --model, the built-in deterministic agent turns each line of a prompt into a todo
+    and works through them with todo_write calls. With --model, a real model runs the agent
+    loop with the todo_write tool. Sessions are stored in the configured database and can be
     reloaded with session/load."""
     import logging
 
     try:
-        from .acp.agent import serve
+        from .acp.agent import TodoSessionsAgent, serve
+        from .acp.builtin import SYSTEM_PROMPT, todo_tools
     except ImportError as exc:
         if ctx.debug:
             raise
         ctx.fail(str(exc))
     from .service import SessionService
 
+    if model_spec is None and (base_url or api_key_env or system_prompt):
+        raise click.UsageError("--base-url, --api-key-env and --system need --model")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
-        asyncio.run(serve(SessionService(ctx.store())))
+        service = SessionService(ctx.store())
+        agent = None
+        if model_spec is not None:
+            from .agent.adapters import model_from_spec
+
+            try:
+                model = model_from_spec(
+                    model_spec,
+                    base_url=base_url,
+                    api_key_env=api_key_env,
+                    system=system_prompt or SYSTEM_PROMPT,
+                )
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--model") from None
+            agent = TodoSessionsAgent(
+                service, model_factory=lambda: model, tools_factory=todo_tools
+            )
+        asyncio.run(serve(service, agent))
     except (TodoSessionsError, OSError) as exc:
         if ctx.debug:
             raise

@@ -33,10 +33,12 @@ from acp.schema import AgentPlanUpdate as PlanUpdate
 from acp.schema import AgentThoughtChunk as AgentThoughtChunk
 from acp.schema import ContentToolCallContent as ToolCallContent
 from acp.schema import ImageContentBlock as ImageContent
+from acp.schema import PermissionOption as PermissionOption
 from acp.schema import PlanEntry as PlanEntry
 from acp.schema import TextContentBlock as TextContent
 from acp.schema import ToolCallProgress as ToolCallProgress
 from acp.schema import ToolCallStart as ToolCallStart
+from acp.schema import ToolCallUpdate as ToolCallUpdate
 from acp.schema import ToolKind as ToolKind
 from acp.schema import UserMessageChunk as UserMessageChunk
 from acp.stdio import stdio_streams
@@ -57,6 +59,7 @@ __all__ = [
     "InitializeResponse",
     "LoadSessionResponse",
     "NewSessionResponse",
+    "PermissionOption",
     "PlanEntry",
     "PlanUpdate",
     "PromptResponse",
@@ -67,6 +70,7 @@ __all__ = [
     "ToolCallContent",
     "ToolCallProgress",
     "ToolCallStart",
+    "ToolCallUpdate",
     "ToolKind",
     "UserMessageChunk",
     "run_agent",

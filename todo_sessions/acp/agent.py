@@ -17,6 +17,10 @@ See docs/design.md, "ACP bridge".
   left open, ``turn/end``) are streamed before the turn's own updates.
 - ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
   is answered with the JSON-RPC error it deserves and the agent keeps running.
+- A tool whose ``requires_permission`` attribute is true runs only after the client allowed it
+  through ``session/request_permission`` (allow once, allow always for the session, reject);
+  a rejected (or unanswerable) request is an error result the model reads: "not run: …".
+  The client is shown the ``tool_call`` before it is asked.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
@@ -34,6 +38,7 @@ from ..core.envelope import SessionEvent
 from ..errors import InvalidEventError, SessionExistsError, SessionNotFoundError
 from ..service import SessionService
 from ..session import Session
+from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
@@ -83,6 +88,41 @@ def _prompt_blocks(prompt: list[Any]) -> list[dict[str, Any]]:
     return blocks or [{"type": "text", "text": ""}]
 
 
+PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+_PERMISSION_OPTIONS: tuple[tuple[str, str, PermissionKind], ...] = (
+    ("allow-once", "Allow", "allow_once"),
+    ("allow-always", "Always allow in this session", "allow_always"),
+    ("reject-once", "Reject", "reject_once"),
+)
+
+AskPermission = Callable[[str, Any, ToolContext], Awaitable[str | None]]
+
+
+class _PermissionGate(ToolRegistry):
+    """The agent's tools; those with ``requires_permission`` ask the client first.
+
+    ``ask(name, args, context)`` returns None when the call may run, else why not.
+    """
+
+    def __init__(self, tools: ToolRegistry, ask: AskPermission) -> None:
+        super().__init__()
+        for name in tools.names():
+            tool = tools.get(name)
+            if tool is not None:
+                self.register(tool)
+        self._ask = ask
+
+    async def execute(
+        self, name: str, args: dict[str, Any] | str | None, context: ToolContext
+    ) -> ToolResult:
+        tool = self.get(name)
+        if tool is not None and getattr(tool, "requires_permission", False):
+            refused = await self._ask(name, args, context)
+            if refused is not None:
+                return ToolResult.error(f"not run: {refused}")
+        return await super().execute(name, args, context)
+
+
 class TodoSessionsAgent:
     """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins."""
 
@@ -96,8 +136,12 @@ class TodoSessionsAgent:
     ) -> None:
         self.service = service
         self._model_factory = model_factory
-        self._tools = tools_factory()
+        self._tools = _PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None
+        self._queues: dict[str, asyncio.Queue[SessionEvent | None]] = {}
+        """Per running prompt: the events not yet sent to the client."""
+        self._always: dict[str, set[str]] = {}
+        """Per session: tools the user allowed for the whole session."""
         self._loops: dict[str, AgentLoop] = {}
         self._mappers: dict[str, UpdateMapper] = {}
         """Per live session: what this agent's client was shown so far."""
@@ -205,17 +249,20 @@ class TodoSessionsAgent:
         if todos and any(t.status != "completed" for t in todos):
             await self._send(session_id, todos_to_plan(todos))
         queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+        self._queues[session_id] = queue
 
         def forward(event: SessionEvent) -> None:
             queue.put_nowait(event)
 
         async def sender() -> None:
             while (event := await queue.get()) is not None:
-                updates = mapper.feed(event)
-                if event.type == "user/message":
-                    continue  # the client already shows its own prompt
-                for update in updates:
-                    await self._send(session_id, update)
+                try:
+                    updates = mapper.feed(event)
+                    if event.type != "user/message":  # the client shows its own prompt
+                        for update in updates:
+                            await self._send(session_id, update)
+                finally:
+                    queue.task_done()
 
         unsubscribe = session.subscribe(forward)
         sending = asyncio.create_task(sender())
@@ -226,12 +273,53 @@ class TodoSessionsAgent:
             unsubscribe()
             queue.put_nowait(None)
             await sending
+            self._queues.pop(session_id, None)
         if outcome.reason == "error":
             last = session.events[-1].data.get("reason", {}).get("error", {})
             if last.get("code") == "MAX_STEPS":
                 return _sdk.PromptResponse(stop_reason="max_turn_requests")
             raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
         return _sdk.PromptResponse(stop_reason=_STOP_REASONS.get(outcome.reason, "end_turn"))
+
+    async def _ask_permission(self, name: str, args: Any, context: ToolContext) -> str | None:
+        """Ask the client whether a call may run: None if allowed, else the reason."""
+        session_id = context.session.id if context.session is not None else None
+        if session_id is None or self._conn is None:
+            return f"{name} needs the user's permission and there is no client to ask"
+        if name in self._always.get(session_id, ()):
+            return None
+        queue = self._queues.get(session_id)
+        if queue is not None:
+            await queue.join()  # the client has been shown the tool_call it is asked about
+        shown = self._tools.present_call(name, args) or {}
+        kind = shown.get("kind")
+        tool_call = _sdk.ToolCallUpdate(
+            tool_call_id=context.call_id,
+            title=shown.get("title") or name,
+            kind=kind if kind in _sdk.TOOL_KINDS else "other",
+            status="pending",
+            raw_input=shown.get("raw_input", args),
+        )
+        options = [
+            _sdk.PermissionOption(option_id=option, name=label, kind=kind_)
+            for option, label, kind_ in _PERMISSION_OPTIONS
+        ]
+        try:
+            response = await self._conn.request_permission(
+                session_id=session_id, tool_call=tool_call, options=options
+            )
+        except Exception as exc:
+            logger.warning("session/request_permission failed: %s", exc)
+            return f"{name} needs the user's permission and the client could not be asked"
+        outcome = response.outcome
+        if getattr(outcome, "outcome", None) != "selected":
+            return "the permission request was cancelled"
+        if outcome.option_id == "allow-always":
+            self._always.setdefault(session_id, set()).add(name)
+            return None
+        if outcome.option_id == "allow-once":
+            return None
+        return f"the user did not allow this call of {name}"
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         loop = self._loops.get(session_id)

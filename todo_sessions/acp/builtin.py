@@ -18,7 +18,15 @@ from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from ..tools.todo_write import TodoWriteTool
 
-__all__ = ["PlanningModel", "WorkTool", "builtin_tools"]
+__all__ = ["SYSTEM_PROMPT", "PlanningModel", "WorkTool", "builtin_tools", "todo_tools"]
+
+SYSTEM_PROMPT = """\
+You are a coding agent working for a user inside their editor. Plan before you act: for any \
+request with more than one step, call the todo_write tool with the complete todo list (each \
+item's content and status: pending, in_progress or completed; exactly one in_progress while \
+you work), and call it again whenever an item's status changes. Keep answers short and \
+concrete; say plainly when you cannot do something with the tools you have."""
+"""The system prompt of ``todo-sessions acp --model`` (``--system`` replaces it)."""
 
 
 class WorkTool:
@@ -39,6 +47,13 @@ class WorkTool:
     def present_call(self, args: Any) -> dict[str, Any]:
         task = args.get("task", "") if isinstance(args, dict) else ""
         return {"title": f"Work on: {task}", "kind": "execute", "raw_input": args}
+
+
+def todo_tools() -> ToolRegistry:
+    """The tools a real model gets from ``todo-sessions acp --model``: ``todo_write``."""
+    registry = ToolRegistry()
+    registry.register(TodoWriteTool())
+    return registry
 
 
 def builtin_tools() -> ToolRegistry:

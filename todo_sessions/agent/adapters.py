@@ -179,7 +179,7 @@ class _StreamingModel:
 def _key(api_key: str | None, env: str, provider: str, required: bool) -> str | None:
     key = api_key or os.environ.get(env) or None
     if key is None and required:
-        raise ModelAuthError(provider, f"no API key: set {env} (or pass api_key=)")
+        raise ModelAuthError(provider, f"no API key: set {env}")
     return key
 
 
