@@ -416,6 +416,10 @@ def test_fork_with_writes_allowed(tmp_path: Path) -> None:
         assert foreign.status_code == 403
         assert client.post(f"/api/sessions/{DEMO}/fork?at=99999").status_code == 400
         assert 'id="fork" type="button">' in client.get(f"/sessions/{DEMO}").text
+        assert client.get(f"/api/sessions/{DEMO}/state?at={between}").json()["openTurn"] is None
+        assert client.get(f"/api/sessions/{DEMO}/state?at=5").json()["openTurn"] == 1
+        inside_page = client.get(f"/sessions/{DEMO}?at=5").text
+        assert 'id="fork" type="button" disabled title="turn 1 is still open' in inside_page
 
 
 # -- the command line -----------------------------------------------------------------------------

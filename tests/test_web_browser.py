@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -184,3 +185,29 @@ def test_the_open_page_follows_another_writer(
         assert browser.find_element(By.ID, "events").text == str(new_last + 1)
         assert browser.find_element(By.ID, "turns").text == "3 turns"
         browser.save_screenshot(str(tmp_path / "live.png"))
+
+
+def test_fork_and_export_buttons(browser: webdriver.Chrome, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fork.db'}"
+    make_demo(url)
+    with SyncSessionStore(url) as store, serving(url, "--allow-writes") as writable:
+        between = next(e.seq for e in store.read_from(DEMO) if e.type == "turn/end")
+        browser.get(f"{writable}/sessions/{DEMO}?at=5")
+        fork = browser.find_element(By.ID, "fork")
+        assert not fork.is_enabled()  # inside turn 1
+        assert "turn 1 is still open" in (fork.get_attribute("title") or "")
+        export = browser.find_element(By.ID, "export")
+        assert export.get_attribute("href") == f"{writable}/api/sessions/{DEMO}/export"
+
+        browser.get(f"{writable}/sessions/{DEMO}?at={between}")
+        browser.find_element(By.ID, "fork").click()
+        link = WebDriverWait(browser, WAIT).until(
+            lambda d: d.find_element(By.CSS_SELECTOR, "#fork-result a")
+        )
+        child = link.text.removeprefix("forked into ")
+        assert store.header(child).parent_session == DEMO
+        assert store.header(child).seed_length == between + 1
+        link.click()
+        opened = f"/sessions/{quote(child, safe='')}"
+        WebDriverWait(browser, WAIT).until(lambda d: d.current_url.endswith(opened))
+        assert f"forked from {DEMO}" in browser.find_element(By.CSS_SELECTOR, ".facts").text

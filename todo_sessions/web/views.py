@@ -288,30 +288,55 @@ def todo_changes(
     return out
 
 
-async def latest_write_seq(store: SessionStore, session_id: str, at: int) -> int | None:
-    """The seq of the last ``todo/write`` at or before ``at``, scanning back page by page (at
-    most `TODO_SCAN_LIMIT` events: about 50 ms), or None if not found within that."""
+async def last_of(
+    store: SessionStore, session_id: str, at: int, types: frozenset[str]
+) -> tuple[SessionEvent | None, bool]:
+    """The last event at or before ``at`` whose type is in ``types``, scanning back page by
+    page for at most `TODO_SCAN_LIMIT` events (about 50 ms), and whether the answer is sure:
+    ``(None, True)`` when the scan reached seq 0 without one, ``(None, False)`` when it
+    stopped at the limit."""
     high = at
     size = 256
     scanned = 0
     while high >= 0 and scanned < TODO_SCAN_LIMIT:
         low = max(0, high - min(size, TODO_SCAN_LIMIT - scanned) + 1)
         want = high - low + 1
-        found: int | None = None
+        found: SessionEvent | None = None
         seen = 0
         async with closing(store.stream(session_id, low, page_size=want)) as events:
             async for event in events:
-                if event.type == "todo/write":
-                    found = event.seq
+                if event.type in types:
+                    found = event
                 seen += 1
                 if seen == want:
                     break
         if found is not None:
-            return found
+            return found, True
         scanned += want
         high = low - 1
         size *= 2
-    return None
+    return None, high < 0
+
+
+_TODO_WRITE = frozenset({"todo/write"})
+_TURN_BOUNDARY = frozenset({"turn/start", "turn/end"})
+
+
+async def latest_write_seq(store: SessionStore, session_id: str, at: int) -> int | None:
+    """The seq of the last ``todo/write`` at or before ``at``, or None if the scan of
+    `last_of` did not find one."""
+    event, _ = await last_of(store, session_id, at, _TODO_WRITE)
+    return None if event is None else event.seq
+
+
+async def open_turn(store: SessionStore, session_id: str, at: int) -> int | None:
+    """The turn still open at seq ``at`` (a fork there is refused), or None: between turns,
+    or not known within the scan (then the server's answer to a fork decides)."""
+    event, _ = await last_of(store, session_id, at, _TURN_BOUNDARY)
+    if event is None or event.type != "turn/start":
+        return None
+    turn = event.data.get("turn")
+    return turn if isinstance(turn, int) else -1
 
 
 def messages_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -333,6 +358,8 @@ class State:
     write_seq: int | None
     previous_write_seq: int | None
     messages: list[Message]
+    open_turn: int | None = None
+    """The turn open at ``at``, where a fork is refused (None: between turns, or unknown)."""
 
     def messages_json(self, last: int | None = None) -> list[dict[str, Any]]:
         """The messages in wire JSON: all of them, or the ``last`` ones (a page shows only
@@ -349,6 +376,7 @@ class State:
             "previousTodoWriteSeq": self.previous_write_seq,
             "todoChanges": [asdict(c) for c in self.changes],
             "messageCount": len(self.messages),
+            "openTurn": self.open_turn,
         }
         if with_messages:
             out["messages"] = self.messages_json()
@@ -374,7 +402,8 @@ async def load_state(store: SessionStore, session_id: str, at: int, last: int) -
             if previous is not None:
                 previous_seq = await latest_write_seq(store, session_id, write_seq - 1)
     changes = todo_changes(todos, previous) if write_seq is not None else []
-    return State(at, last, todos, changes, write_seq, previous_seq, messages)
+    turn = await open_turn(store, session_id, at)
+    return State(at, last, todos, changes, write_seq, previous_seq, messages, turn)
 
 
 @dataclass

@@ -12,6 +12,7 @@
   const timeline = document.getElementById("timeline");
   const todos = document.getElementById("todos");
   const messages = document.getElementById("messages");
+  const fork = document.getElementById("fork");
   const pageSize = Number(d.page);
   let at = Number(d.at);
   let last = Number(d.last);
@@ -53,6 +54,11 @@
       if (ticket !== wanted) return;
       todos.innerHTML = body.html.todos;
       messages.innerHTML = body.html.messages;
+      if (d.writes === "yes") {
+        const inside = body.openTurn !== null;
+        fork.disabled = inside;
+        fork.title = inside ? `turn ${body.openTurn} is still open at this seq: pick a seq between turns` : "";
+      }
       root.dataset.shownAt = String(body.at);
     } finally {
       if (ticket === wanted) root.classList.remove("loading");
@@ -118,7 +124,6 @@
     document.body.classList.toggle("verbose", event.target.checked);
   });
 
-  const fork = document.getElementById("fork");
   fork.addEventListener("click", async () => {
     const out = document.getElementById("fork-result");
     out.textContent = "forking…";
