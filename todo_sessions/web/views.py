@@ -7,6 +7,7 @@ list is `current_todos` (one indexed row), the messages are `derive_messages` (s
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -390,19 +391,34 @@ def clamp(at: int | None, last: int) -> int:
     return max(at, 0)
 
 
-async def load_state(store: SessionStore, session_id: str, at: int, last: int) -> State:
+async def _todo_state(
+    store: SessionStore, session_id: str, at: int
+) -> tuple[list[TodoItem] | None, list[TodoChange], int | None, int | None]:
+    """The list as of ``at``, what its write changed, the seq of that write and of the one
+    before it."""
     todos = await store.current_todos(session_id, upto_seq=at)
-    messages = await store.derive_messages(session_id, upto_seq=at)
-    write_seq = previous_seq = None
-    previous: list[TodoItem] | None = None
-    if todos is not None:
-        write_seq = await latest_write_seq(store, session_id, at)
-        if write_seq is not None and write_seq > 0:
-            previous = await store.current_todos(session_id, upto_seq=write_seq - 1)
-            if previous is not None:
-                previous_seq = await latest_write_seq(store, session_id, write_seq - 1)
-    changes = todo_changes(todos, previous) if write_seq is not None else []
-    turn = await open_turn(store, session_id, at)
+    if todos is None:
+        return None, [], None, None
+    write_seq = await latest_write_seq(store, session_id, at)
+    if write_seq is None:
+        return todos, [], None, None
+    previous = None
+    previous_seq = None
+    if write_seq > 0:
+        previous = await store.current_todos(session_id, upto_seq=write_seq - 1)
+        if previous is not None:
+            previous_seq = await latest_write_seq(store, session_id, write_seq - 1)
+    return todos, todo_changes(todos, previous), write_seq, previous_seq
+
+
+async def load_state(store: SessionStore, session_id: str, at: int, last: int) -> State:
+    """The state as of ``at``. The three parts are read side by side: the messages are by
+    far the slowest on a long session, and the rest fits in their shadow."""
+    messages, (todos, changes, write_seq, previous_seq), turn = await asyncio.gather(
+        store.derive_messages(session_id, upto_seq=at),
+        _todo_state(store, session_id, at),
+        open_turn(store, session_id, at),
+    )
     return State(at, last, todos, changes, write_seq, previous_seq, messages, turn)
 
 
