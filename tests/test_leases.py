@@ -196,3 +196,27 @@ async def test_leases_can_be_turned_off(shared_db_url: str) -> None:
 def test_events_not_stored_error_names_the_file() -> None:
     error = EventsNotStoredError("s", 3, "/tmp/x.jsonl", TimeoutError("db down"))
     assert "3 event(s)" in str(error) and "todo-sessions recover /tmp/x.jsonl" in str(error)
+
+
+async def test_list_and_show_display_the_live_lease(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from todo_sessions.cli import main as cli
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    await stored_session(url)
+    await stored_session(url, "free")
+    async with SessionService(SessionStore(url), owner="svc-a") as service:
+        await service.resume("s")
+        run = CliRunner().invoke
+        listed = await asyncio.to_thread(run, cli, ["--db", url, "list", "--json"])
+        rows = {row["id"]: row for row in json.loads(listed.stdout)}
+        assert rows["s"]["lease"]["owner"] == "svc-a"
+        assert rows["s"]["lease"]["pid"] == os.getpid()
+        assert rows["free"]["lease"] is None
+        table = await asyncio.to_thread(run, cli, ["--db", url, "list"])
+        assert "live lease" in table.stdout and "svc-a" in table.stdout
+        shown = await asyncio.to_thread(run, cli, ["--db", url, "show", "s"])
+        assert "live: leased by owner svc-a" in shown.stdout
+    after = await asyncio.to_thread(CliRunner().invoke, cli, ["--db", url, "show", "s"])
+    assert "leased" not in after.stdout  # given back at close
