@@ -537,3 +537,22 @@ def test_the_panes_on_postgresql(fresh_pg_url: str) -> None:
             assert [(c, s) for c, s, ch in todo_pane(page) if ch != "removed"] == todos
             state = client.get(f"/api/sessions/{DEMO}/state", params={"at": at}).json()
             assert state["messages"] == messages_json(store.derive_messages(DEMO, upto_seq=at))
+
+
+def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "todo_sessions", "--db", str(tmp_path / "p.db")]
+        done = subprocess.run(
+            [*command, "serve", "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]

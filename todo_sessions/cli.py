@@ -878,11 +878,20 @@ def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
             raise
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    shown = f"[{host}]" if ":" in host else host
     mode = "forking allowed" if allow_writes else "read-only"
-    ctx.err.print(f"serving {ctx.location()} on http://{shown}:{port}/ ({mode}; Ctrl-C stops)")
+
+    def announce(url: str) -> None:
+        ctx.err.print(f"serving {ctx.location()} on {url} ({mode}; Ctrl-C stops)")
+
     try:
-        serve(ctx.store(), host=host, port=port, allow_writes=allow_writes, database=ctx.location())
+        serve(
+            ctx.store(),
+            host=host,
+            port=port,
+            allow_writes=allow_writes,
+            database=ctx.location(),
+            announce=announce,
+        )
     except (TodoSessionsError, OSError) as exc:
         if ctx.debug:
             raise

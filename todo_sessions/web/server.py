@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Callable
+
 import uvicorn
 
 from ..store.store import SessionStore
 from .app import LOCAL_HOSTS, create_app
 
-__all__ = ["serve"]
+__all__ = ["allowed_hosts", "listen", "serve"]
 
 _EVERY_INTERFACE = ("0.0.0.0", "::", "")
 
@@ -23,6 +27,17 @@ def allowed_hosts(host: str) -> list[str] | None:
     return names
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or `OSError` saying which address failed (a port
+    in use, an unknown host)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise OSError(f"cannot listen on {host}:{port}: {reason}") from exc
+
+
 def serve(
     store: SessionStore,
     *,
@@ -30,8 +45,11 @@ def serve(
     port: int = 8765,
     allow_writes: bool = False,
     database: str | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve ``store`` until interrupted (blocks)."""
+    """Serve ``store`` until interrupted (blocks). ``announce`` gets the server's URL once it
+    listens (with the real port when ``port`` is 0)."""
+    sock = listen(host, port)
     app = create_app(
         store,
         allow_writes=allow_writes,
@@ -41,11 +59,13 @@ def serve(
     )
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=1,  # open live streams never end on their own
         lifespan="on",
     )
-    uvicorn.Server(config).run()
+    shown = f"[{host}]" if ":" in host else host
+    if announce is not None:
+        announce(f"http://{shown}:{sock.getsockname()[1]}/")
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
