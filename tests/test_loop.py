@@ -221,3 +221,172 @@ async def test_turns_are_numbered_and_cannot_overlap() -> None:
     loop.session.append("turn/start", {"turn": 3})
     with pytest.raises(RuntimeError, match="already has turn 3 open"):
         await loop.run_turn("3")
+
+
+# -- concurrent tool calls, model retries, recorded requests (issue #13, part E) ------------------
+
+
+class Gate:
+    """A concurrency-safe tool that finishes only once ``expect`` calls run at the same time
+    (so a sequential loop would wait forever); the first call finishes last."""
+
+    concurrency_safe = True
+
+    def __init__(self, name: str, expect: int) -> None:
+        self.name = name
+        self.description = "waits for its siblings"
+        self.parameters: dict[str, Any] = {"type": "object"}
+        self.expect = expect
+        self.running = 0
+        self.all_in = asyncio.Event()
+        self.finished: list[int] = []
+
+    async def run(self, args: dict[str, Any], context: ToolContext) -> ToolResult:
+        self.running += 1
+        if self.running == 2 and hasattr(self, "two_in"):
+            self.two_in.set()
+        if self.running == self.expect:
+            self.all_in.set()
+        await self.all_in.wait()
+        for _ in range(10 - int(args["n"])):  # the first call finishes last
+            await asyncio.sleep(0)
+        self.finished.append(int(args["n"]))
+        return ToolResult.text(f"gate {args['n']}")
+
+
+async def test_concurrency_safe_calls_run_together_and_results_keep_call_order() -> None:
+    gate = Gate("gate", expect=3)
+    slow = Tool("plain")
+    calls = [("gate", {"n": 1}), ("gate", {"n": 2}), ("gate", {"n": 3}), ("plain", {})]
+    loop = make([ScriptedResponse(tool_calls=calls), ScriptedResponse(text="ok")], gate, slow)  # type: ignore[arg-type]
+    outcome = await asyncio.wait_for(loop.run_turn("go"), 10)
+    assert outcome.reason == "completed"
+    assert gate.finished == [3, 2, 1]  # they ran at once, and finished in reverse
+    events = loop.session.events
+    step = [e.type for e in events if e.type in ("tool/call", "tool/result")]
+    assert step == ["tool/call"] * 3 + ["tool/result"] * 3 + ["tool/call", "tool/result"]
+    results = [e for e in events if e.type == "tool/result"]
+    texts = [r.data["message"]["content"][0]["content"][0]["text"] for r in results]
+    assert texts[:3] == ["gate 1", "gate 2", "gate 3"]  # call order, not finishing order
+    assert [r.source_event_seqs for r in results[:3]] == [
+        (e.seq,) for e in events if e.type == "tool/call"
+    ][:3]
+    check_structure(events)
+
+
+async def test_cancelling_a_concurrent_batch_answers_every_call_in_order() -> None:
+    gate = Gate("gate", expect=99)  # never all in: runs until cancelled
+    calls = [("gate", {"n": 1}), ("gate", {"n": 2})]
+    loop = make([ScriptedResponse(tool_calls=calls)], gate)  # type: ignore[arg-type]
+    gate.two_in = asyncio.Event()  # type: ignore[attr-defined]
+    running = asyncio.create_task(loop.run_turn("go"))
+    await asyncio.wait_for(gate.two_in.wait(), 10)  # type: ignore[attr-defined]
+    loop.cancel()
+    outcome = await asyncio.wait_for(running, 10)
+    assert outcome.reason == "aborted"
+    results = [e for e in loop.session.events if e.type == "tool/result"]
+    called = [e.data["callId"] for e in loop.session.events if e.type == "tool/call"]
+    assert [r.data["message"]["source"]["callId"] for r in results] == called
+    assert len(called) == 2
+    assert {r.data["error"]["code"] for r in results} == {"TOOL_CANCELLED"}
+    check_structure(loop.session.events)
+
+
+class Flaky:
+    """Fails ``failures`` times with a (non-)retryable error, optionally after streaming."""
+
+    provider = "test"
+    model = "flaky"
+
+    def __init__(self, failures: int, *, retryable: bool = True, after_text: bool = False):
+        self.failures = failures
+        self.retryable = retryable
+        self.after_text = after_text
+        self.calls = 0
+
+    async def stream(self, messages: Any, tools: Any) -> Any:
+        from todo_sessions.agent.model import Finish, TextDelta
+        from todo_sessions.errors import ModelRequestError
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            if self.after_text:
+                yield TextDelta("par")
+            raise ModelRequestError("test", "HTTP 503", status=503, retryable=self.retryable)
+        yield TextDelta("fine")
+        yield Finish()
+
+
+def flaky_loop(model: Flaky, retries: int = 2) -> AgentLoop:
+    session = Session(SessionHeader(id="flaky", created_at=0), strict=True)
+    return AgentLoop(session, model, ToolRegistry(), model_retries=retries, retry_delay=0)
+
+
+async def test_a_transient_model_error_before_any_delta_is_retried() -> None:
+    model = Flaky(2)
+    loop = flaky_loop(model)
+    outcome = await loop.run_turn("hi")
+    assert (outcome.reason, outcome.text, model.calls) == ("completed", "fine", 3)
+    assert [e.type for e in loop.session.events].count("assistant/message") == 1
+
+
+async def test_model_errors_that_are_not_retried() -> None:
+    for model, calls in (
+        (Flaky(3), 3),
+        (Flaky(1, retryable=False), 1),
+        (Flaky(1, after_text=True), 1),
+    ):
+        loop = flaky_loop(model)
+        outcome = await loop.run_turn("hi")
+        assert outcome.reason == "error" and model.calls == calls
+        end = loop.session.events[-1].data["reason"]["error"]
+        assert end["code"] == "ModelRequestError"
+    # After a delta, the partial message is kept as interrupted.
+    message = next(e for e in loop.session.events if e.type == "assistant/message")
+    assert message.data["interrupted"] is True
+    assert message.data["message"]["content"] == [{"type": "text", "text": "par"}]
+
+
+async def test_requests_are_recorded_when_they_change_and_derived_at_any_seq() -> None:
+    from todo_sessions.agent.requests import derive_request
+
+    registry = ToolRegistry()
+    registry.register(TodoWriteTool())
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("todo_write", PLAN)]),
+            ScriptedResponse(text="one"),
+            ScriptedResponse(text="two"),
+            ScriptedResponse(text="three"),
+        ]
+    )
+    model.system = "be brief"  # type: ignore[attr-defined]
+    session = Session(SessionHeader(id="rec", created_at=0), strict=True)
+    loop = AgentLoop(session, model, registry, record_requests=True)
+    await loop.run_turn("first")
+    await loop.run_turn("second")
+    headers = [e for e in session.events if e.type == "request/header"]
+    assert len(headers) == 1  # three model calls, one configuration
+    assert headers[0].data == {
+        "provider": "scripted",
+        "model": "scripted-1",
+        "system": "be brief",
+        "tools": registry.definitions(),
+    }
+    model.system = "be thorough"  # type: ignore[attr-defined]
+    await AgentLoop(session, model, registry, record_requests=True).run_turn("third")
+    headers = [e for e in session.events if e.type == "request/header"]
+    assert [h.data["system"] for h in headers] == ["be brief", "be thorough"]
+    check_structure(session.events)
+
+    first_call = next(e.seq for e in session.events if e.type == "assistant/chunk")
+    early = derive_request(session.events, upto_seq=first_call)
+    assert early.config is not None and early.config.system == "be brief"
+    assert [m.role for m in early.messages] == ["user"]
+    assert early.messages == model.calls[0]  # exactly what the model was shown
+    late = derive_request(session.events)
+    assert late.config is not None and late.config.system == "be thorough"
+    params = late.to_params("anthropic")
+    assert params["system"] == "be thorough" and params["model"] == "scripted-1"
+    assert params["tools"][0]["name"] == "todo_write"
+    assert derive_request(session.events, upto_seq=0).config is None

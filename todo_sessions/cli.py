@@ -851,7 +851,7 @@ def acp_cmd(
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="--model") from None
             agent = TodoSessionsAgent(
-                service, model_factory=lambda: model, tools_factory=todo_tools
+                service, model_factory=lambda: model, tools_factory=todo_tools, record_requests=True
             )
         asyncio.run(serve(service, agent))
     except (TodoSessionsError, OSError) as exc:

@@ -76,6 +76,7 @@ async def test_cancel_at_random_points_live_equals_replay(tmp_path: Path) -> Non
     agent = TodoSessionsAgent(service, model_factory=factory)
     rng = random.Random(13)
     reasons: set[str] = set()
+    unseen_results = 0  # runs where a call was answered "not run" without ever being shown
     for run in range(RUNS):
         conn = FakeConn()
         agent.on_connect(conn)
@@ -92,6 +93,11 @@ async def test_cancel_at_random_points_live_equals_replay(tmp_path: Path) -> Non
         unsubscribe()
         reasons.add(response.stop_reason)
         assert_only_shown_calls_updated(conn.sent)
+        started = {e.data["callId"] for e in session.events if e.type == "tool/call"}
+        results = [
+            e.data["message"]["source"]["callId"] for e in session.events if e.type == "tool/result"
+        ]
+        unseen_results += any(call_id not in started for call_id in results)
 
         viewer = FakeConn()
         agent.on_connect(viewer)
@@ -99,6 +105,7 @@ async def test_cancel_at_random_points_live_equals_replay(tmp_path: Path) -> Non
         replayed = [u for u in viewer.sent if u["sessionUpdate"] != "user_message_chunk"]
         assert replayed == conn.sent, f"run {run} (cancel after seq {cut})"
     assert reasons == {"cancelled", "end_turn"}  # both paths were exercised
+    assert unseen_results > 0  # and the case of a call the client never saw
     await service.aclose()
 
 

@@ -16,7 +16,9 @@ from test_providers_stream import CHAT_TEXT, _chunk
 
 from todo_sessions import ScriptedModel, ScriptedResponse, SessionStore, ToolRegistry
 from todo_sessions.acp.agent import TodoSessionsAgent
+from todo_sessions.acp.builtin import SYSTEM_PROMPT
 from todo_sessions.acp.mapping import update_to_wire
+from todo_sessions.agent.requests import derive_request, derive_stored_request
 from todo_sessions.service import SessionService
 from todo_sessions.tools.base import ToolContext, ToolResult
 
@@ -84,6 +86,19 @@ async def test_acp_with_a_real_model_over_stdio(tmp_path: Path) -> None:
         "tool_call_id": "call_1",
         "content": second[-1]["content"],
     }
+    # The request configuration is in the log, and the requests can be derived from it.
+    async with SessionStore(f"sqlite:///{tmp_path}/acp.db") as store:
+        events = (await store.read(new.session_id)).events
+        derived = await derive_stored_request(store, new.session_id)
+    headers = [e for e in events if e.type == "request/header"]
+    assert len(headers) == 1 and headers[0].data["model"] == "test-model"
+    assert headers[0].data["system"] == SYSTEM_PROMPT
+    chunks = [e.seq for e in events if e.type == "assistant/chunk"]
+    for request, before in zip(server.requests, (chunks[0], chunks[-1]), strict=True):
+        sent = derive_request(events, upto_seq=before - 1).to_params("openai-chat")
+        assert sent["messages"] == request["json"]["messages"]
+        assert sent["tools"] == request["json"]["tools"]
+    assert derived.config is not None and derived.config.model == "test-model"
 
 
 # -- permission ----------------------------------------------------------------------------------

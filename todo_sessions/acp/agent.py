@@ -133,6 +133,7 @@ class TodoSessionsAgent:
         model_factory: Callable[[], Model] = PlanningModel,
         tools_factory: Callable[[], ToolRegistry] = builtin_tools,
         max_steps: int = 200,
+        record_requests: bool = False,
     ) -> None:
         self.service = service
         self._model_factory = model_factory
@@ -148,6 +149,8 @@ class TodoSessionsAgent:
         self._backlog: dict[str, list[SessionEvent]] = {}
         """Per live session: events appended on resume (crash repair), not sent yet."""
         self.max_steps = max_steps
+        self.record_requests = record_requests
+        """Passed to each `AgentLoop`: record provider, model, system prompt and tools."""
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -229,6 +232,7 @@ class TodoSessionsAgent:
             self._tools,
             max_steps=self.max_steps,
             checkpoint=self.service.checkpoint_for(session_id),
+            record_requests=self.record_requests,
         )
         self._loops[session_id] = loop  # taken before any await: one prompt at a time
         try:

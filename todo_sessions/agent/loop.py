@@ -26,6 +26,7 @@ from ..session import Session
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta, content_from_deltas
+from .requests import RequestConfig, last_config
 
 __all__ = ["AgentLoop", "Checkpoint", "TurnOutcome"]
 
@@ -68,15 +69,30 @@ class AgentLoop:
         *,
         max_steps: int = 20,
         checkpoint: Checkpoint | None = None,
+        record_requests: bool = False,
+        model_retries: int = 2,
+        retry_delay: float = 1.0,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        if model_retries < 0:
+            raise ValueError("model_retries must be >= 0")
         self.session = session
         self.model = model
         self.tools = tools
         self.max_steps = max_steps
+        self.record_requests = record_requests
+        """Append a ``request/header`` before a model call when provider, model, system prompt
+        or tools changed since the last one recorded (see `todo_sessions.agent.requests`)."""
+        self.model_retries = model_retries
+        """Retries of a model call that failed transiently (an exception with ``retryable``
+        true, e.g. `ModelRequestError`) before anything was streamed."""
+        self.retry_delay = retry_delay
+        """Seconds before the first retry; doubled for each next one."""
         self._checkpoint = checkpoint or _no_checkpoint
         self._cancel = asyncio.Event()
+        self._recorded: RequestConfig | None = None
+        self._recorded_known = False
 
     def cancel(self) -> None:
         """Abort the running turn: the current model stream or tool stops, the turn ends
@@ -117,8 +133,11 @@ class AgentLoop:
                 step += 1
                 append("step/start", {"turn": turn, "step": step})
                 text, calls, finish = await self._model_step(turn, step)
-                for call in calls:
-                    await self._tool_step(turn, step, call)
+                for batch in self._batches(calls):
+                    if len(batch) == 1:
+                        await self._tool_step(turn, step, batch[0])
+                    else:
+                        await self._tool_batch(turn, step, batch)
                 append("step/end", {"turn": turn, "step": step})
                 if finish.reason == "max-tokens":
                     reason = {"kind": "max-tokens"}
@@ -149,33 +168,78 @@ class AgentLoop:
     async def _model_step(self, turn: int, step: int) -> tuple[str, list[ToolCallDelta], Finish]:
         await self._checkpoint("before-model")
         self._check_cancel()
+        definitions = self.tools.definitions()
+        if self.record_requests:
+            self._record_request(definitions)
         messages = self.session.derive_messages()
         chunk_seqs: list[int] = []
         deltas: list[TextDelta | ReasoningDelta | ToolCallDelta] = []
         finish = Finish()
-        stream = self.model.stream(messages, self.tools.definitions())
-        try:
-            async for delta in _until_cancelled(stream, self._cancel):
-                if isinstance(delta, Finish):
-                    finish = delta
+        attempt = 0
+        while True:
+            attempt += 1
+            stream = self.model.stream(messages, definitions)
+            try:
+                async for delta in _until_cancelled(stream, self._cancel):
+                    if isinstance(delta, Finish):
+                        finish = delta
+                        continue
+                    chunk = _chunk(delta, len(chunk_seqs))
+                    chunk_seqs.append(
+                        self.session.append(
+                            "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}
+                        ).seq
+                    )
+                    deltas.append(delta)
+            except (_Aborted, Exception) as exc:
+                if (
+                    not chunk_seqs
+                    and not isinstance(exc, _Aborted)
+                    and getattr(exc, "retryable", False) is True
+                    and attempt <= self.model_retries
+                ):
+                    delay = self.retry_delay * 2 ** (attempt - 1)
+                    logger.warning(
+                        "model call failed (%s); retry %d of %d in %.1fs",
+                        exc,
+                        attempt,
+                        self.model_retries,
+                        delay,
+                    )
+                    await self._pause(delay)
                     continue
-                chunk = _chunk(delta, len(chunk_seqs))
-                chunk_seqs.append(
-                    self.session.append(
-                        "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}
-                    ).seq
-                )
-                deltas.append(delta)
-        except (_Aborted, Exception):
-            # Cancelled, or the model failed mid-stream (a dropped connection): keep what was
-            # streamed, without the half-requested tools.
-            if chunk_seqs:
-                content = content_from_deltas(deltas, with_calls=False)
-                self._assistant(turn, step, content, chunk_seqs, None, interrupted=True)
-            raise
+                # Cancelled, or the model failed mid-stream (a dropped connection): keep what
+                # was streamed, without the half-requested tools.
+                if chunk_seqs:
+                    content = content_from_deltas(deltas, with_calls=False)
+                    self._assistant(turn, step, content, chunk_seqs, None, interrupted=True)
+                raise
+            break
         self._assistant(turn, step, content_from_deltas(deltas), chunk_seqs, finish.usage)
         text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
         return text, [d for d in deltas if isinstance(d, ToolCallDelta)], finish
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, but raise `_Aborted` at once when the turn is cancelled meanwhile."""
+        try:
+            await asyncio.wait_for(self._cancel.wait(), seconds)
+        except TimeoutError:
+            return
+        raise _Aborted
+
+    def _record_request(self, definitions: list[dict[str, Any]]) -> None:
+        if not self._recorded_known:
+            self._recorded = last_config(self.session.events)
+            self._recorded_known = True
+        config = RequestConfig(
+            self.model.provider,
+            self.model.model,
+            getattr(self.model, "system", None),
+            tuple(definitions),
+        )
+        if not config.same_as(self._recorded):
+            self.session.append("request/header", config.to_data())
+            self._recorded = config
 
     def _assistant(
         self,
@@ -256,6 +320,85 @@ class AgentLoop:
         self._result(
             turn, step, call.id, event.seq, result, TOOL_ERROR if result.is_error else None
         )
+
+    def _batches(self, calls: list[ToolCallDelta]) -> list[list[ToolCallDelta]]:
+        """The step's calls in order, consecutive calls of concurrency-safe tools (a tool
+        attribute ``concurrency_safe = True``) grouped to run together."""
+        batches: list[list[ToolCallDelta]] = []
+        for call in calls:
+            if self._safe(call) and batches and self._safe(batches[-1][0]):
+                batches[-1].append(call)
+            else:
+                batches.append([call])
+        return batches
+
+    def _safe(self, call: ToolCallDelta) -> bool:
+        tool = self.tools.get(call.name)
+        return tool is not None and getattr(tool, "concurrency_safe", False) is True
+
+    async def _tool_batch(self, turn: int, step: int, calls: list[ToolCallDelta]) -> None:
+        """Run concurrency-safe calls together: every ``tool/call`` first (in call order),
+        one flush, the tools at once, then the results in call order."""
+        self._check_cancel()
+        seqs = [
+            self.session.append(
+                "tool/call",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "callId": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                },
+            ).seq
+            for call in calls
+        ]
+        try:
+            await self._checkpoint("before-tool")
+        except Exception as exc:
+            why = f"not run: the call could not be recorded durably ({exc})"
+            for call, seq in zip(calls, seqs, strict=True):
+                self._result(turn, step, call.id, seq, ToolResult.error(why), NOT_STARTED_ERROR)
+            raise
+        runs = [
+            asyncio.ensure_future(
+                self.tools.execute(
+                    call.name,
+                    call.arguments,
+                    ToolContext(
+                        session=self.session,
+                        call_id=call.id,
+                        turn=turn,
+                        step=step,
+                        cancel=self._cancel,
+                    ),
+                )
+            )
+            for call in calls
+        ]
+        stop = asyncio.ensure_future(self._cancel.wait())
+        pending: set[asyncio.Future[Any]] = set(runs)
+        try:
+            while pending and not stop.done():
+                _, pending = await asyncio.wait(
+                    pending | {stop}, return_when=asyncio.FIRST_COMPLETED
+                )
+                pending.discard(stop)
+        finally:
+            stop.cancel()
+        for run in pending:
+            run.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for call, seq, run in zip(calls, seqs, runs, strict=True):
+            error: dict[str, str] | None
+            if run.cancelled():
+                result, error = ToolResult.error("cancelled by the user"), CANCELLED_ERROR
+            else:
+                result = run.result()
+                error = TOOL_ERROR if result.is_error else None
+            self._result(turn, step, call.id, seq, result, error)
+        if pending:
+            raise _Aborted
 
     def _result(
         self,
