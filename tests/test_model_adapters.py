@@ -12,12 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from test_providers_stream import ANTHROPIC_THINKING_TOOL, CHAT_REASONING_TOOLS, CHAT_TEXT, _chunk
+from test_providers_stream import (
+    ANTHROPIC_THINKING_TOOL,
+    CHAT_REASONING_TOOLS,
+    CHAT_TEXT,
+    RESPONSES_REASONING_TOOL,
+    _chunk,
+)
 
 from todo_sessions import AgentLoop, SessionHeader, TodoWriteTool, ToolRegistry
 from todo_sessions.agent.adapters import (
     AnthropicModel,
     OpenAIChatModel,
+    OpenAIResponsesModel,
     RetryPolicy,
     model_from_spec,
 )
@@ -386,3 +393,43 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
         OpenAIChatModel("gpt-x", api_key=KEY)
     with pytest.raises(ModelError, match=r"pip install 'todo-sessions\[models\]'"):
         AnthropicModel("claude-x", api_key=KEY)
+
+
+# -- OpenAI Responses ------------------------------------------------------------------------------
+
+
+async def test_responses_streams_encrypted_reasoning_and_sends_it_back() -> None:
+    async with FakeServer(
+        Reply(events=RESPONSES_REASONING_TOOL, style="anthropic"),
+        Reply(events=RESPONSES_REASONING_TOOL[:-1], style="anthropic"),
+    ) as server:
+        model = OpenAIResponsesModel(
+            "o-x", base_url=f"{server.url}/v1", api_key=KEY, retry=FAST, reasoning={"effort": "low"}
+        )
+        deltas = await collect(model.stream(prompt(), []))
+        content = content_from_deltas(deltas)
+        history = messages_adapter.validate_python(
+            [
+                *[m.to_wire() for m in prompt()],
+                {
+                    "id": "a",
+                    "role": "assistant",
+                    "content": content,
+                    "source": {"kind": "model", "provider": "openai", "model": "o-x"},
+                },
+            ]
+        )
+        with pytest.raises(ModelRequestError, match=r"before response\.completed"):
+            await collect(model.stream(history, []))
+        await model.aclose()
+    item = RESPONSES_REASONING_TOOL[6]["item"]
+    assert content[0] == {
+        "type": "reasoning",
+        "text": "Plan\n\nAct",
+        "providerData": {"format": "openai-responses", "item": item},
+    }
+    first, second = (r["json"] for r in server.requests)
+    assert server.requests[0]["path"] == "/v1/responses"
+    assert first["store"] is False and first["include"] == ["reasoning.encrypted_content"]
+    assert second["input"][1] == item  # the encrypted item goes back as it came
+    assert second["input"][2]["type"] == "message" and second["input"][3]["type"] == "function_call"

@@ -794,8 +794,9 @@ def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
     "--model",
     "model_spec",
     metavar="PROVIDER:MODEL",
-    help="A real model: openai:MODEL (any OpenAI-compatible API, with --base-url) or "
-    "anthropic:MODEL. Default: the built-in deterministic planning agent.",
+    help="A real model: openai:MODEL (Chat Completions, any OpenAI-compatible API with "
+    "--base-url), openai-responses:MODEL (OpenAI Responses) or anthropic:MODEL. Default: the "
+    "built-in deterministic planning agent.",
 )
 @click.option(
     "--base-url", metavar="URL", help="The API's base URL (e.g. https://api.deepseek.com)."

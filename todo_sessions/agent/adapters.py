@@ -37,7 +37,13 @@ from ..core.messages import Message
 from ..errors import ModelAuthError, ModelError, ModelRequestError, ProviderResponseError
 from .model import ModelDelta
 
-__all__ = ["AnthropicModel", "OpenAIChatModel", "RetryPolicy", "model_from_spec"]
+__all__ = [
+    "AnthropicModel",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+    "RetryPolicy",
+    "model_from_spec",
+]
 
 logger = logging.getLogger("todo_sessions.models")
 
@@ -269,6 +275,79 @@ class OpenAIChatModel(_StreamingModel):
             yield delta
 
 
+class OpenAIResponsesModel(_StreamingModel):
+    """An OpenAI model through the Responses API, stateless (``store: false``), streaming.
+
+    ``reasoning`` (e.g. ``{"effort": "medium", "summary": "auto"}``) is passed on and asks for
+    the encrypted reasoning items, which are stored and sent back on the next requests.
+    """
+
+    _name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        system: str | None = None,
+        reasoning: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        on_retry: OnRetry | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        super().__init__(retry, on_retry)
+        try:
+            import openai
+        except ImportError as exc:
+            raise _missing_extra(exc, "openai") from None
+        self._sdk = openai
+        self.provider = "openai"
+        self.model = model
+        self.system = system
+        self.reasoning = dict(reasoning) if reasoning is not None else None
+        self.extra = dict(extra or {})
+        key = _key(api_key, api_key_env, "openai", required=base_url is None)
+        self._client = openai.AsyncOpenAI(
+            api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
+        )
+
+    async def _open(self, params: dict[str, Any]) -> Any:
+        return await self._client.responses.create(**params)
+
+    def _translate(self, exc: BaseException, attempt: int) -> ModelError:
+        return _translate(self, self._sdk, exc, attempt)
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AsyncIterator[ModelDelta]:
+        from ..providers import openai_responses
+
+        params = openai_responses.to_request(
+            messages,
+            model=self.model,
+            system=self.system,
+            tools=tools,
+            reasoning=self.reasoning,
+            extra=self.extra,
+        )
+        decoder = openai_responses.ResponsesStreamDecoder()
+        async with contextlib.aclosing(self._events(params)) as events:
+            async for event in events:
+                for delta in decoder.feed(event):
+                    yield delta
+        try:
+            end = decoder.end()
+        except ProviderResponseError:
+            raise ModelRequestError(
+                self._name, "the stream ended before response.completed", retryable=True
+            ) from None
+        for delta in end:
+            yield delta
+
+
 class AnthropicModel(_StreamingModel):
     """An Anthropic Messages model, streaming; ``thinking_budget`` turns extended thinking on
     (its signed thinking blocks are stored and sent back)."""
@@ -378,22 +457,27 @@ def model_from_spec(
     base_url: str | None = None,
     api_key_env: str | None = None,
     system: str | None = None,
-) -> OpenAIChatModel | AnthropicModel:
-    """``openai:MODEL`` or ``anthropic:MODEL`` as an adapter (the CLI's ``--model``).
+) -> OpenAIChatModel | OpenAIResponsesModel | AnthropicModel:
+    """``openai:MODEL``, ``openai-responses:MODEL`` or ``anthropic:MODEL`` as an adapter (the
+    CLI's ``--model``).
 
     ``openai:`` with a DeepSeek base URL reads ``DEEPSEEK_API_KEY`` when it is set; raises
     ``ValueError`` for a spec of another form.
     """
     provider, _, name = spec.partition(":")
-    if not name or provider not in ("openai", "anthropic"):
+    if not name or provider not in ("openai", "openai-responses", "anthropic"):
         raise ValueError(
-            f"model {spec!r}: expected openai:MODEL or anthropic:MODEL (e.g. openai:gpt-4.1, "
-            "openai:deepseek-chat with --base-url https://api.deepseek.com, "
-            "anthropic:claude-sonnet-4-5)"
+            f"model {spec!r}: expected openai:MODEL, openai-responses:MODEL or "
+            "anthropic:MODEL (e.g. openai:gpt-4.1, openai:deepseek-chat with --base-url "
+            "https://api.deepseek.com, anthropic:claude-sonnet-4-5)"
         )
     if provider == "anthropic":
         return AnthropicModel(
             name, base_url=base_url, api_key_env=api_key_env or "ANTHROPIC_API_KEY", system=system
+        )
+    if provider == "openai-responses":
+        return OpenAIResponsesModel(
+            name, base_url=base_url, api_key_env=api_key_env or "OPENAI_API_KEY", system=system
         )
     env = api_key_env
     if env is None:
