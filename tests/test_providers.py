@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import os
 import types
 import typing
 from pathlib import Path
@@ -220,6 +221,101 @@ def full_history(think: dict[str, Any] | None = THINKING) -> list[Message]:
         assistant(text("Done.")),
         user("thanks"),
     )
+
+
+# -- goldens: one reference history in each format ---------------------------------------------
+
+GOLDEN = Path(__file__).parent / "providers_golden"
+
+
+def reference() -> list[Message]:
+    """Everything at once: a text+image prompt; reasoning of the format under test, text and
+    two parallel calls; a text result and an error result with an image; a repair closer
+    (a call that never ran); the next prompt; an answer."""
+    return history(
+        user("look at this", image()),
+        assistant(
+            reasoning("thinking (anthropic)", THINKING),
+            reasoning("", REDACTED),
+            reasoning("plan", ENCRYPTED),
+            reasoning("thinking (deepseek)", DEEPSEEK),
+            text("Reading."),
+            call("c1"),
+            call("c2", args='{"path": "b.png"}'),
+            call("c3", name="write", args='{"path": "c"}'),
+        ),
+        result("c1", text("contents of a")),
+        result("c2", text("cannot read b"), image(), error=True),
+        result("c3", text("not run: interrupted before it started; it may be retried"), error=True),
+        user("and now?"),
+        assistant(text("Done.")),
+        user("thanks"),
+    )
+
+
+GOLDENS: list[tuple[str, Any, Any]] = [
+    (
+        "openai_chat",
+        lambda: openai_chat.to_request(
+            reference(), model="deepseek-chat", system="sys", tools=TOOLS, reasoning="all"
+        ),
+        CompletionCreateParamsStreaming,
+    ),
+    (
+        "openai_responses",
+        lambda: openai_responses.to_request(
+            reference(), model="o4-mini", system="sys", tools=TOOLS, reasoning={"effort": "low"}
+        ),
+        ResponseCreateParamsStreaming,
+    ),
+    (
+        "anthropic",
+        lambda: anthropic.to_request(
+            reference(), model="claude-x", system="sys", tools=TOOLS, thinking_budget=2048
+        ),
+        MessageCreateParamsStreaming,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "sdk_type"), GOLDENS, ids=[g[0] for g in GOLDENS])
+def test_golden_requests(name: str, build: Any, sdk_type: Any) -> None:
+    params = build()
+    if name == "openai_chat":  # reasoning_content is DeepSeek's field, not in OpenAI's types
+        checked = {
+            **params,
+            "messages": [
+                {k: v for k, v in m.items() if k != "reasoning_content"} for m in params["messages"]
+            ],
+        }
+        assert_conforms(checked, sdk_type)
+    else:
+        assert_conforms(params, sdk_type)
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    assert path.exists(), f"missing golden {path.name}; run with UPDATE_GOLDEN=1 to create it"
+    assert params == json.loads(path.read_text(encoding="utf-8")), f"differs from {path.name}"
+
+
+def test_events_without_provider_data_keep_their_canonical_json() -> None:
+    from todo_sessions.core.catalog import validate_event
+    from todo_sessions.core.envelope import SessionEvent
+    from todo_sessions.core.surface import derive_messages
+
+    line = (
+        '{"type":"assistant/message","seq":1,"time":5,"data":{"turn":1,"step":1,"message":'
+        '{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hm"},'
+        '{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"p","model":"m"}}},'
+        '"surfaceOp":"append","sourceEventSeqs":[]}'
+    )
+    event = SessionEvent.from_json(line)
+    validate_event(event)
+    assert event.to_json() == line  # byte for byte, no providerData appears
+    (message,) = derive_messages([event])
+    assert message.to_wire()["content"][0] == {"type": "reasoning", "text": "hm"}
 
 
 # -- OpenAI Chat Completions ---------------------------------------------------------------------
@@ -553,8 +649,8 @@ async def test_signatures_and_encrypted_reasoning_survive_store_and_resume(tmp_p
         )
         await loop.run_turn("go")
         sid = session.id
-    async with SessionStore(url) as store:
-        stored = await store.derive_messages(sid)
+    async with SessionService(SessionStore(url), strict=True) as service:
+        stored = (await service.resume(sid)).derive_messages().to_list()
     message = stored[1]
     assert isinstance(message, AssistantMessage)
     claude = anthropic.to_messages(stored)

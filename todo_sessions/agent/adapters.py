@@ -133,7 +133,7 @@ class _StreamingModel:
             try:
                 async for item in stream:
                     received += 1
-                    yield item.model_dump(mode="json", exclude_none=True)
+                    yield item.model_dump(mode="json", exclude_none=True, warnings=False)
                 return
             except ModelError:
                 raise
