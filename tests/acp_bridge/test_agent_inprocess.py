@@ -14,6 +14,13 @@ from todo_sessions.acp.mapping import replay_updates, update_to_wire
 from todo_sessions.service import SessionService
 
 
+async def stored(service: SessionService, session_id: str) -> list[Any]:
+    """The whole log of a session (a live session holds only what it was not told to drop)."""
+    if session_id in service.live_ids():
+        await service.flush(session_id)
+    return list((await service.store.read(session_id)).events)
+
+
 class FakeConn:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
@@ -68,7 +75,7 @@ async def test_cancel_ends_the_prompt_as_cancelled(tmp_path: Any) -> None:
     await asyncio.wait_for(conn.streaming.wait(), 5)  # the model is mid-stream
     await agent.cancel(session_id=sid)
     assert (await asyncio.wait_for(running, 5)).stop_reason == "cancelled"
-    events = agent.service.get(sid).events
+    events = await stored(agent.service, sid)
     assert events[-1].data["reason"] == {"kind": "aborted"}
     await agent.service.aclose()
 
@@ -96,7 +103,7 @@ async def test_live_text_is_streamed_once_chunk_by_chunk(tmp_path: Any) -> None:
     assert len(said) == 3 and {u["messageId"] for u in said} == {"seq-3"}  # the first chunk
     assert "".join(u["content"]["text"] for u in thought) == "hmm, ok"
     assert {u["messageId"] for u in thought} == {"seq-3-thought"}
-    events = agent.service.get(sid).events
+    events = await stored(agent.service, sid)
     replayed = [update_to_wire(u) for u in replay_updates(events)]
     assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == conn.sent
     await agent.service.aclose()
@@ -110,7 +117,7 @@ async def test_a_refused_prompt_leaves_the_session_usable(tmp_path: Any) -> None
     with pytest.raises(RequestError) as info:
         await agent.prompt(session_id=sid, prompt=[Text("bad \ud800 text")])
     assert info.value.code == -32602  # invalid params, not an internal error
-    assert len(agent.service.get(sid).events) == 0  # nothing appended, no turn left open
+    assert agent.service.get(sid).next_seq == 0  # nothing appended, no turn left open
     assert (await agent.prompt(session_id=sid, prompt=[Text("fine")])).stop_reason == "end_turn"
     with pytest.raises(RequestError) as info:
         await agent.new_session(cwd="relative/path")

@@ -25,6 +25,13 @@ from todo_sessions.service import SessionService
 RUNS = 50
 
 
+async def stored(service: SessionService, session_id: str) -> list[Any]:
+    """The whole log of a session (a live session holds only what it was not told to drop)."""
+    if session_id in service.live_ids():
+        await service.flush(session_id)
+    return list((await service.store.read(session_id)).events)
+
+
 class FakeConn:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
@@ -93,10 +100,9 @@ async def test_cancel_at_random_points_live_equals_replay(tmp_path: Path) -> Non
         unsubscribe()
         reasons.add(response.stop_reason)
         assert_only_shown_calls_updated(conn.sent)
-        started = {e.data["callId"] for e in session.events if e.type == "tool/call"}
-        results = [
-            e.data["message"]["source"]["callId"] for e in session.events if e.type == "tool/result"
-        ]
+        log = await stored(service, sid)
+        started = {e.data["callId"] for e in log if e.type == "tool/call"}
+        results = [e.data["message"]["source"]["callId"] for e in log if e.type == "tool/result"]
         unseen_results += any(call_id not in started for call_id in results)
 
         viewer = FakeConn()
@@ -133,7 +139,7 @@ async def test_the_repair_of_a_crashed_turn_is_streamed_before_the_turn(tmp_path
     )
     append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "work", "arguments": "{}"})
     await owner.flush(sid)
-    crashed = list(session.events)
+    crashed = await stored(owner, sid)
     await owner.aclose()  # the process "dies" here: the turn stays open in the store
 
     service = SessionService(SessionStore(url), strict=True)
@@ -156,7 +162,7 @@ async def test_the_repair_of_a_crashed_turn_is_streamed_before_the_turn(tmp_path
     assert "is unknown" in streamed[0]["content"][0]["content"]["text"]
     assert all(u.get("toolCallId") != "c2" for u in conn.sent)  # c2 was never shown
     closers = interrupted_turn_closers(crashed, session_id=sid)
-    events = service.get(sid).events
+    events = await stored(service, sid)
     assert [e.to_json() for e in events[len(crashed) : len(crashed) + len(closers)]] == [
         e.to_json() for e in closers
     ]

@@ -180,7 +180,9 @@ async def test_tools_that_need_permission_ask_the_client(tmp_path: Path) -> None
             u for kind, u in conn.log[:index] if kind == "update" and u.get("toolCallId") == call_id
         ]
         assert shown and shown[0]["sessionUpdate"] == "tool_call"
-    results = [e.data for e in service.get(sid).events if e.type == "tool/result"]
+    await service.flush(sid)
+    log = (await service.store.read(sid)).events
+    results = [e.data for e in log if e.type == "tool/result"]
     texts = [r["message"]["content"][0]["content"][0]["text"] for r in results]
     assert texts[0] == "not run: the user did not allow this call of rm"
     assert texts[1] == "not run: the permission request was cancelled"

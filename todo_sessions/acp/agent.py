@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
@@ -144,6 +144,8 @@ class TodoSessionsAgent:
         self._always: dict[str, set[str]] = {}
         """Per session: tools the user allowed for the whole session."""
         self._loops: dict[str, AgentLoop] = {}
+        """Per session: the loop running a prompt now."""
+        self._session_loops: dict[str, AgentLoop] = {}
         self._mappers: dict[str, UpdateMapper] = {}
         """Per live session: what this agent's client was shown so far."""
         self._backlog: dict[str, list[SessionEvent]] = {}
@@ -179,43 +181,50 @@ class TodoSessionsAgent:
     async def _live(self, session_id: str) -> Session:
         """The session, owned live by this agent (resumed, and so repaired, if need be).
 
-        On resume, the events the repair appended are kept in ``_backlog`` for the prompt to
-        stream first; the mapper is primed with the log the client could already have seen.
+        A session holds only the events it was not told to let go of, so what the client
+        could have seen is read from the store: the mapper is primed with the stored log, and
+        the events the repair appends on resume (the closers `store.inspect` shows, which
+        `resume` stores) are kept in ``_backlog`` for the prompt to stream first.
         """
         if session_id in self.service.live_ids():
             session = self.service.get(session_id)
             if session_id not in self._mappers:  # made live by someone else: assume all seen
-                mapper = self._mappers[session_id] = self._mapper()
-                for event in session.events:
-                    mapper.feed(event)
+                await self.service.flush(session_id)
+                await self._prime(session_id, await self._stored_events(session_id))
             return session
         try:
             with _client_errors():
-                stored = await self.service.store.count(session_id)
+                log = await self.service.store.inspect(session_id)
                 session = await self.service.resume(session_id)
         except SessionNotFoundError:
             raise _sdk.RequestError.resource_not_found(session_id) from None
         except SessionExistsError:  # resumed concurrently by another request
             return await self._live(session_id)
-        mapper = self._mappers[session_id] = self._mapper()
-        events = session.events
-        for event in events[:stored]:
-            mapper.feed(event)
-        self._backlog[session_id] = list(events[stored:])
+        seen = log.events[: len(log.events) - len(log.closers)]
+        await self._prime(session_id, seen)
+        self._backlog[session_id] = list(log.closers)
         return session
+
+    async def _prime(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        mapper = self._mappers[session_id] = self._mapper()
+        for event in events:
+            mapper.feed(event)
+
+    async def _stored_events(self, session_id: str) -> Sequence[SessionEvent]:
+        try:
+            with _client_errors():
+                return (await self.service.store.read(session_id)).events
+        except SessionNotFoundError:
+            raise _sdk.RequestError.resource_not_found(session_id) from None
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
         """Replay the stored log. Loading only reads: another process may be running a turn of
         this session, and repairing it here would cut that turn off. Repair happens when this
-        agent takes the session over for a prompt."""
+        agent takes the session over for a prompt. (A session live here is flushed first, so
+        the store has all of it.)"""
         if session_id in self.service.live_ids():
-            events = self.service.get(session_id).events
-        else:
-            try:
-                with _client_errors():
-                    events = (await self.service.store.read(session_id)).events
-            except SessionNotFoundError:
-                raise _sdk.RequestError.resource_not_found(session_id) from None
+            await self.service.flush(session_id)
+        events = await self._stored_events(session_id)
         for update in replay_updates(events, present_call=self._tools.present_call):
             await self._send(session_id, update)
         return _sdk.LoadSessionResponse()
@@ -226,14 +235,17 @@ class TodoSessionsAgent:
         session = await self._live(session_id)
         if session_id in self._loops:
             raise _sdk.RequestError.invalid_request({"reason": "a prompt is already running"})
-        loop = AgentLoop(
-            session,
-            self._model_factory(),
-            self._tools,
-            max_steps=self.max_steps,
-            checkpoint=self.service.checkpoint_for(session_id),
-            record_requests=self.record_requests,
-        )
+        loop = self._session_loops.get(session_id)
+        if loop is None or loop.session is not session:
+            # One loop per live session: it remembers the request configuration it recorded.
+            loop = self._session_loops[session_id] = AgentLoop(
+                session,
+                self._model_factory(),
+                self._tools,
+                max_steps=self.max_steps,
+                checkpoint=self.service.checkpoint_for(session_id),
+                record_requests=self.record_requests,
+            )
         self._loops[session_id] = loop  # taken before any await: one prompt at a time
         try:
             return await self._run_prompt(session, loop, prompt)
@@ -255,8 +267,12 @@ class TodoSessionsAgent:
         queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
         self._queues[session_id] = queue
 
+        ended: list[SessionEvent] = []
+
         def forward(event: SessionEvent) -> None:
             queue.put_nowait(event)
+            if event.type == "turn/end":
+                ended.append(event)
 
         async def sender() -> None:
             while (event := await queue.get()) is not None:
@@ -279,7 +295,8 @@ class TodoSessionsAgent:
             await sending
             self._queues.pop(session_id, None)
         if outcome.reason == "error":
-            last = session.events[-1].data.get("reason", {}).get("error", {})
+            reason = ended[-1].data.get("reason", {}) if ended else {}
+            last = reason.get("error") or {}
             if last.get("code") == "MAX_STEPS":
                 return _sdk.PromptResponse(stop_reason="max_turn_requests")
             raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
