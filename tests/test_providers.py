@@ -666,3 +666,24 @@ async def test_signatures_and_encrypted_reasoning_survive_store_and_resume(tmp_p
     assert json.dumps(responses[1]) == json.dumps(ENCRYPTED["item"])
     chat = openai_chat.to_messages(stored)
     assert chat[1]["tool_calls"][0]["function"]["arguments"] == '{"path":  "a"}'  # raw, as produced
+
+
+def test_reasoning_goes_back_only_to_the_provider_that_wrote_it() -> None:
+    def turn(provider: str, block: dict[str, Any]) -> list[Message]:
+        source = {"kind": "model", "provider": provider, "model": "m"}
+        message = {"id": "a", "role": "assistant", "content": [block, call("c1")], "source": source}
+        return history(user("q"), message, result("c1", text("r")))
+
+    deepseek = turn("deepseek", reasoning("hm", DEEPSEEK))
+    assert (
+        openai_chat.to_messages(deepseek, reasoning_from="deepseek")[1]["reasoning_content"] == "hm"
+    )
+    assert "reasoning_content" not in openai_chat.to_messages(deepseek, reasoning_from="openai")[1]
+    claude = turn("anthropic", reasoning("hm", THINKING))
+    kept = anthropic.to_messages(claude, reasoning_from="anthropic")[1]["content"][0]
+    assert kept["type"] == "thinking"
+    dropped = anthropic.to_messages(claude, reasoning_from="bedrock")[1]["content"][0]
+    assert dropped["type"] == "tool_use"
+    gpt = turn("openai", reasoning("plan", ENCRYPTED))
+    assert openai_responses.to_input(gpt, reasoning_from="openai")[1]["type"] == "reasoning"
+    assert openai_responses.to_input(gpt, reasoning_from="azure")[1]["type"] == "function_call"

@@ -257,6 +257,7 @@ class OpenAIChatModel(_StreamingModel):
             system=self.system,
             tools=tools,
             reasoning=self.reasoning,
+            reasoning_from=self.provider,
             extra=self.extra,
         )
         decoder = openai_chat.ChatStreamDecoder()
@@ -331,6 +332,7 @@ class OpenAIResponsesModel(_StreamingModel):
             system=self.system,
             tools=tools,
             reasoning=self.reasoning,
+            reasoning_from=self.provider,
             extra=self.extra,
         )
         decoder = openai_responses.ResponsesStreamDecoder()
@@ -404,6 +406,7 @@ class AnthropicModel(_StreamingModel):
             system=self.system,
             tools=tools,
             thinking_budget=self.thinking_budget,
+            reasoning_from=self.provider,
             extra=self.extra,
         )
         decoder = anthropic.AnthropicStreamDecoder()

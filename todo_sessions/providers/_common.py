@@ -60,6 +60,12 @@ class UserTurn:
 class AssistantTurn:
     message: AssistantMessage
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    reasoning: bool = True
+    """Whether its reasoning may be sent back (see `plan_history`'s ``reasoning_from``)."""
+
+    def reasoning_data(self, block: ContentBlock, fmt: str) -> dict[str, Any] | None:
+        """A reasoning block's provider data in format ``fmt``, if it may be sent back."""
+        return provider_data(block, fmt) if self.reasoning else None
 
     @property
     def calls(self) -> list[ToolCallBlock]:
@@ -87,13 +93,19 @@ def _orphan(block: ToolResultBlock) -> list[TextBlock | ImageBlock]:
     return out
 
 
-def plan_history(messages: Sequence[Message]) -> list[Turn]:
-    """User and assistant turns, every tool call paired with one result (module docstring)."""
+def plan_history(messages: Sequence[Message], reasoning_from: str | None = None) -> list[Turn]:
+    """User and assistant turns, every tool call paired with one result (module docstring).
+
+    With ``reasoning_from``, only assistant messages whose ``source.provider`` is that
+    provider keep their reasoning (a format shared by several providers, such as
+    ``openai-chat``, must not send one provider's reasoning fields to another).
+    """
     turns: list[Turn] = []
     owner: dict[str, AssistantTurn] = {}
     for message in messages:
         if isinstance(message, AssistantMessage):
-            turn = AssistantTurn(message)
+            keep = reasoning_from is None or message.source.provider == reasoning_from
+            turn = AssistantTurn(message, reasoning=keep)
             turns.append(turn)
             for call in turn.calls:
                 owner.setdefault(call.id, turn)

@@ -27,7 +27,6 @@ from ._common import (
     UserTurn,
     arguments_object,
     plan_history,
-    provider_data,
     usage_dict,
 )
 
@@ -63,8 +62,8 @@ def _blocks(blocks: Sequence[TextBlock | ImageBlock]) -> list[dict[str, Any]]:
     return out
 
 
-def _thinking(block: ReasoningBlock) -> dict[str, Any] | None:
-    data = provider_data(block, FORMAT)
+def _thinking(turn: AssistantTurn, block: ReasoningBlock) -> dict[str, Any] | None:
+    data = turn.reasoning_data(block, FORMAT)
     stored = data.get("block") if data is not None else None
     if not isinstance(stored, dict):
         return None
@@ -79,7 +78,7 @@ def _assistant(turn: AssistantTurn) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for block in turn.message.content:
         if isinstance(block, ReasoningBlock):
-            thinking = _thinking(block)
+            thinking = _thinking(turn, block)
             if thinking is not None:
                 content.append(thinking)
         elif isinstance(block, TextBlock):
@@ -111,8 +110,11 @@ def _results(turn: AssistantTurn) -> list[dict[str, Any]]:
     return out
 
 
-def to_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The ``messages`` of a Messages request (module docstring for the rules)."""
+def to_messages(
+    messages: Sequence[Message], *, reasoning_from: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` of a Messages request (module docstring for the rules;
+    ``reasoning_from``: see `plan_history`)."""
     out: list[dict[str, Any]] = []
 
     def user(content: list[dict[str, Any]]) -> None:
@@ -123,7 +125,7 @@ def to_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         else:
             out.append({"role": "user", "content": content})
 
-    for turn in plan_history(messages):
+    for turn in plan_history(messages, reasoning_from):
         if isinstance(turn, UserTurn):
             user(_blocks(turn.blocks))
             continue
@@ -157,6 +159,7 @@ def to_request(
     system: str | None = None,
     tools: Sequence[ToolDefinition] = (),
     thinking_budget: int | None = None,
+    reasoning_from: str | None = None,
     stream: bool = True,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -164,7 +167,7 @@ def to_request(
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "messages": to_messages(messages),
+        "messages": to_messages(messages, reasoning_from=reasoning_from),
     }
     if system:
         params["system"] = system

@@ -30,7 +30,6 @@ from ._common import (
     data_url,
     last_user_index,
     plan_history,
-    provider_data,
     result_images,
     result_text,
     usage_dict,
@@ -86,7 +85,7 @@ def _assistant(turn: AssistantTurn, send_reasoning: bool) -> dict[str, Any] | No
         ]
     if send_reasoning:
         for block in turn.message.content:
-            data = provider_data(block, FORMAT)
+            data = turn.reasoning_data(block, FORMAT)
             if data is not None and isinstance(block, ReasoningBlock):
                 field = data.get("field") if data.get("field") in _REASONING_FIELDS else None
                 key = field or "reasoning_content"
@@ -124,9 +123,11 @@ def to_messages(
     system: str | None = None,
     system_role: Literal["system", "developer"] = "system",
     reasoning: ReasoningPolicy = "current-turn",
+    reasoning_from: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The ``messages`` of a Chat Completions request (module docstring for the rules)."""
-    turns = plan_history(messages)
+    """The ``messages`` of a Chat Completions request (module docstring for the rules;
+    ``reasoning_from``: see `plan_history`)."""
+    turns = plan_history(messages, reasoning_from)
     current = last_user_index(turns)
     out: list[dict[str, Any]] = []
     if system:
@@ -165,6 +166,7 @@ def to_request(
     tools: Sequence[ToolDefinition] = (),
     system_role: Literal["system", "developer"] = "system",
     reasoning: ReasoningPolicy = "current-turn",
+    reasoning_from: str | None = None,
     stream: bool = True,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -172,7 +174,11 @@ def to_request(
     params: dict[str, Any] = {
         "model": model,
         "messages": to_messages(
-            messages, system=system, system_role=system_role, reasoning=reasoning
+            messages,
+            system=system,
+            system_role=system_role,
+            reasoning=reasoning,
+            reasoning_from=reasoning_from,
         ),
     }
     if tools:

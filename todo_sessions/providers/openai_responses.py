@@ -28,7 +28,6 @@ from ._common import (
     UserTurn,
     data_url,
     plan_history,
-    provider_data,
     result_images,
     result_text,
     usage_dict,
@@ -58,8 +57,8 @@ def _parts(blocks: Sequence[TextBlock | ImageBlock]) -> list[dict[str, Any]]:
     return parts
 
 
-def _reasoning_item(block: ReasoningBlock) -> dict[str, Any] | None:
-    data = provider_data(block, FORMAT)
+def _reasoning_item(turn: AssistantTurn, block: ReasoningBlock) -> dict[str, Any] | None:
+    data = turn.reasoning_data(block, FORMAT)
     item = data.get("item") if data is not None else None
     if not isinstance(item, dict) or not isinstance(item.get("id"), str):
         return None
@@ -85,7 +84,7 @@ def _assistant(turn: AssistantTurn) -> list[dict[str, Any]]:
             continue
         flush_text()
         if isinstance(block, ReasoningBlock):
-            item = _reasoning_item(block)
+            item = _reasoning_item(turn, block)
             if item is not None:
                 items.append(item)
         elif isinstance(block, ToolCallBlock):
@@ -107,10 +106,13 @@ def _assistant(turn: AssistantTurn) -> list[dict[str, Any]]:
     return items
 
 
-def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The ``input`` items of a Responses request (module docstring for the rules)."""
+def to_input(
+    messages: Sequence[Message], *, reasoning_from: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``input`` items of a Responses request (module docstring for the rules;
+    ``reasoning_from``: see `plan_history`)."""
     items: list[dict[str, Any]] = []
-    for turn in plan_history(messages):
+    for turn in plan_history(messages, reasoning_from):
         if isinstance(turn, UserTurn):
             items.append({"type": "message", "role": "user", "content": _parts(turn.blocks)})
         else:
@@ -138,11 +140,16 @@ def to_request(
     system: str | None = None,
     tools: Sequence[ToolDefinition] = (),
     reasoning: Mapping[str, Any] | None = None,
+    reasoning_from: str | None = None,
     stream: bool = True,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Responses request params (``client.responses.create(**params)``), ``store: false``."""
-    params: dict[str, Any] = {"model": model, "input": to_input(messages), "store": False}
+    params: dict[str, Any] = {
+        "model": model,
+        "input": to_input(messages, reasoning_from=reasoning_from),
+        "store": False,
+    }
     if system:
         params["instructions"] = system
     if tools:
