@@ -21,6 +21,7 @@ from todo_sessions.core.envelope import (
     SurfaceReplace,
     parse_surface_op,
 )
+from todo_sessions.core.jsonvalue import decode_json
 from todo_sessions.errors import InvalidEventError
 
 
@@ -463,6 +464,8 @@ CANONICAL_LINES = [
     '{"type":"t","seq":9,"time":0,"data":"é","sourceEventSeqs":[0,' + str(MAX_INT) + "]}",
     '{"type":"t","seq":9,"time":0,"data":{"a":[1.5,true]},"sourceEventSeqs":[],"ignorable":true}',
     '{"type":"t","seq":0,"time":0,"data":[1e-05,0.0001]}',
+    '{"type":"t","seq":3,"time":0,"data":{},"surfaceOp":{"op":"replace","start":0,"end":1},'
+    '"sourceEventSeqs":[1,2],"ignorable":true}',
 ]
 
 
@@ -486,8 +489,11 @@ def test_canonical_lines_take_the_fast_path(line: str, monkeypatch: pytest.Monke
     event = SessionEvent.from_json(line)
     assert calls == []
     assert event.to_json() == line
-    assert event == SessionEvent._from_wire(envelope.decode_json(line), parsed=True)
-    assert SessionEvent.from_json(line + "\n") == event and SessionEvent.from_json(line + "\r\n")
+    assert calls == []
+    assert event == SessionEvent._from_wire(decode_json(line), parsed=True)
+    for ending in ("\n", "\r\n"):  # a JSONL line as read, with its line ending
+        assert SessionEvent.from_json(line + ending) == event
+    assert calls == []
 
 
 @pytest.mark.parametrize(
@@ -664,3 +670,23 @@ class Seqs(Sequence[int]):
 def test_any_sequence_of_seqs_is_taken_as_a_tuple() -> None:
     assert SessionEvent("t", 5, 0, None, source_event_seqs=Seqs(1, 2)).source_event_seqs == (1, 2)
     assert SessionEvent("t", 5, 0, None, source_event_seqs=(3,)).source_event_seqs == (3,)
+
+
+def test_the_strict_path_does_not_copy_what_its_own_parser_produced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A payload fresh from the strict parser is nobody else's: it is checked (canonical_parsed)
+    but not copied again (lossless_copy), as `_Parsed` says."""
+    copies: list[Any] = []
+    original = envelope.lossless_copy
+
+    def spy(value: Any, **kwargs: Any) -> Any:
+        copies.append(value)
+        return original(value, **kwargs)
+
+    monkeypatch.setattr(envelope, "lossless_copy", spy)
+    event = SessionEvent.from_json('{ "type": "t", "seq": 0, "time": 0, "data": {"a": [1]} }')
+    assert event.data == {"a": [1]} and event.data_json == '{"a":[1]}'
+    assert copies == []
+    SessionEvent.from_dict({"type": "t", "seq": 0, "time": 0, "data": {"a": [1]}})
+    assert copies == [{"a": [1]}]
