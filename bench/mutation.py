@@ -2,11 +2,14 @@
 
 Run:  python bench/mutation.py [--module core/todos.py ...] [--sample N] [--seed S] [--list]
                                [--jobs 2] [--no-coverage] [--root DIR] [--verbose]
+                               [--tests GLOB ...] [--min-score PCT] [--json FILE]
 
 It makes small changes ("mutants") to one module at a time and runs the tests that import that
 module; a mutant the tests do not notice ("survived") marks code whose behaviour no test pins.
 Modules: todo_sessions/core/*.py, tools/todo_write.py and session.py (``--module`` picks some).
-It prints killed/survived per module and each survivor's file, line and change.
+It prints killed/survived per module and each survivor's file, line and change; ``--json FILE``
+writes the same as JSON, and ``--min-score 95`` makes the exit status 1 when a module scores
+below 95% (the CI gate, tests/test_mutation_sample.py, runs a fixed ``--sample``/``--seed``).
 
 Mutation operators (one change per mutant, written with the stdlib ``ast`` module):
 
@@ -27,7 +30,8 @@ Which tests judge a mutant:
 1. Static: the test files that import its module (directly, through a package re-export such
    as ``from todo_sessions import Session``, or through a test helper such as
    ``tests/core/logs.py``). Tests marked ``slow`` are left out, and so is the PostgreSQL
-   backend (``TODO_SESSIONS_PG_URL`` is unset for the runs).
+   backend (``TODO_SESSIONS_PG_URL`` is unset for the runs). ``--tests GLOB`` (repeatable,
+   matched against paths such as ``tests/core/test_todos.py``) keeps only the matching files.
 2. Coverage: first every selected test file runs once unmutated, traced (``sys.settrace``,
    all threads), recording which test executes which line of the mutated modules. A mutant then
    runs only the tests that execute its lines (cheapest first); a mutant of a line no test
@@ -56,6 +60,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import fnmatch
 import json
 import multiprocessing as mp
 import os
@@ -114,6 +119,9 @@ class Mutant:
     """Byte offsets of the replaced source span."""
     end: int
     replacement: str
+    statement_line: int = 0
+    """First line of the innermost statement holding the change (coverage: a multi-line
+    statement reports line events for some of its lines only)."""
 
     @property
     def where(self) -> str:
@@ -174,6 +182,12 @@ class _Enumerator:
         start, end = self.span(node)
         return self.source[start:end].decode()
 
+    def statement_line(self, node: ast.AST) -> int:
+        line: int = node.lineno  # type: ignore[attr-defined]
+        while not isinstance(node, ast.stmt) and id(node) in self.parents:
+            node = self.parents[id(node)]
+        return min(line, getattr(node, "lineno", line))
+
     def add(self, node: ast.AST, kind: str, change: str, replacement: str, at: ast.AST) -> None:
         start, end = self.span(node)
         self.mutants.append(
@@ -188,6 +202,7 @@ class _Enumerator:
                 start,
                 end,
                 replacement,
+                self.statement_line(at),
             )
         )
 
@@ -392,8 +407,9 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
     return keys, names
 
 
-def select_tests() -> dict[str, list[str]]:
-    """Module key -> the test files (relative to the root) that import it."""
+def select_tests(patterns: list[str] | None = None) -> dict[str, list[str]]:
+    """Module key -> the test files (relative to the root) that import it (only those matching
+    one of ``patterns``, fnmatch globs, when given)."""
     root = ROOT
     tests = root / "tests"
     helpers = {  # importable helper modules (pyproject's pythonpath: tests, tests/core)
@@ -419,8 +435,11 @@ def select_tests() -> dict[str, list[str]]:
 
     selection: dict[str, list[str]] = defaultdict(list)
     for path in files:
+        name = str(path.relative_to(root))
+        if patterns and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            continue
         for key in closure(path, {path}):
-            selection[key].append(str(path.relative_to(root)))
+            selection[key].append(name)
     return dict(selection)
 
 
@@ -781,7 +800,7 @@ def plan_for(
         for t in coverage.durations
         if t.split("::")[0] in rank and t not in failed and t.split("::")[0] not in failed
     }
-    lines = range(mutant.line, mutant.end_line + 1)
+    lines = range(mutant.statement_line or mutant.line, mutant.end_line + 1)
     at_import = any(line in coverage.imports.get(mutant.module, ()) for line in lines)
     if narrow and not at_import:
         by_line = coverage.tests.get(mutant.module, {})
@@ -831,6 +850,25 @@ def print_table(tallies: dict[str, Tally]) -> None:
             total.equivalent += t.equivalent
 
 
+def write_json(path: Path, tallies: dict[str, Tally], meta: dict[str, Any]) -> None:
+    """The table as JSON: per module its counts, score (a fraction, or null) and survivors."""
+    modules = {
+        module: {
+            "mutants": t.mutants,
+            "killed": t.killed,
+            "survived": t.survived,
+            "equivalent": t.equivalent,
+            "score": t.score,
+            "survivors": [
+                {"line": m.line, "col": m.col, "kind": m.kind, "change": m.change, "note": note}
+                for m, note in sorted(t.survivors, key=lambda s: s[0].start)
+            ],
+        }
+        for module, t in tallies.items()
+    }
+    path.write_text(json.dumps({**meta, "modules": modules}, indent=2, ensure_ascii=False) + "\n")
+
+
 def _normalise(module: str) -> str:
     module = module.removeprefix("./").removeprefix(f"{PACKAGE}/")
     if not (ROOT / PACKAGE / module).is_file():
@@ -862,6 +900,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--root", type=Path, help="mutate this checkout instead (its tests and package)"
     )
+    parser.add_argument(
+        "--tests",
+        action="append",
+        metavar="GLOB",
+        help="judge with only the test files matching GLOB, e.g. 'tests/core/*' (repeatable)",
+    )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        metavar="PCT",
+        help="exit with status 1 if a module's score is below PCT percent",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the table as JSON")
     args = parser.parse_args(argv)
     if args.root is not None:
         global ROOT
@@ -870,7 +921,7 @@ def main(argv: list[str] | None = None) -> int:
 
     modules = [_normalise(m) for m in args.module] if args.module else default_modules()
     equivalents = load_equivalents()
-    selection = select_tests()
+    selection = select_tests(args.tests)
     mutants: dict[str, list[Mutant]] = {m: enumerate_mutants(m) for m in modules}
     tallies = {m: Tally() for m in modules}
     todo: list[Mutant] = []
@@ -1002,6 +1053,18 @@ def main(argv: list[str] | None = None) -> int:
     sample = f" (a sample, seed {args.seed})" if args.sample is not None else ""
     elapsed = time.perf_counter() - started
     print(f"\n{len(todo)} mutants{sample} on {args.jobs} workers in {elapsed:.0f}s")
+    if args.json is not None:
+        meta = {"argv": sys.argv[1:] if argv is None else argv, "seconds": round(elapsed, 1)}
+        write_json(args.json, tallies, meta)
+    if args.min_score is not None:
+        low = [
+            f"{module} {100 * t.score:.1f}%"
+            for module, t in tallies.items()
+            if t.score is not None and 100 * t.score < args.min_score
+        ]
+        if low:
+            print(f"below {args.min_score:g}%: {', '.join(low)}", file=sys.stderr)
+            return 1
     return 0
 
 
