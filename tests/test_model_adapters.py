@@ -198,7 +198,10 @@ async def test_chat_streams_reasoning_and_tool_calls() -> None:
     assert [b["type"] for b in content] == ["reasoning", "text", "tool-call", "tool-call"]
 
 
-async def test_429_then_success_is_retried_and_reported() -> None:
+async def test_429_then_success_is_retried_and_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("DEBUG")
     retries: list[tuple[int, int | None]] = []
     async with FakeServer(
         Reply(status=429, headers={"Retry-After": "0"}), Reply(events=CHAT_TEXT)
@@ -207,6 +210,9 @@ async def test_429_then_success_is_retried_and_reported() -> None:
         deltas = await collect(model.stream(prompt(), []))
         await model.aclose()
     assert len(server.requests) == 2 and retries == [(1, 429)]
+    logged = [r for r in caplog.records if r.name == "todo_sessions.models"]
+    assert "HTTP 429" in logged[0].getMessage() and "retrying" in logged[0].getMessage()
+    assert KEY not in caplog.text  # the key is never logged, at any level
     assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == "Hello, world"
 
 
@@ -344,6 +350,7 @@ async def test_the_loop_runs_a_tool_call_and_sends_the_result_back() -> None:
         outcome = await AgentLoop(session, model, tools()).run_turn("plan it")
         await model.aclose()
     assert outcome.reason == "completed" and outcome.text == "Hello, world"
+    assert all(KEY not in event.to_json() for event in session.events)  # nor stored
     assert [t.content for t in session.todos] == ["read a"]
     second = server.requests[1]["json"]["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "tool"]
