@@ -850,6 +850,20 @@ def print_table(tallies: dict[str, Tally]) -> None:
             total.equivalent += t.equivalent
 
 
+def sample_mutants(mutants: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """About ``size`` of the mutants, drawn with ``seed``: each module gets its share in
+    proportion to its number of mutants, and at least one."""
+    by_module: dict[str, list[Mutant]] = defaultdict(list)
+    for mutant in mutants:
+        by_module[mutant.module].append(mutant)
+    rng = random.Random(seed)
+    chosen: list[Mutant] = []
+    for found in by_module.values():
+        share = max(1, round(size * len(found) / len(mutants)))
+        chosen += rng.sample(found, min(share, len(found)))
+    return chosen
+
+
 def write_json(path: Path, tallies: dict[str, Tally], meta: dict[str, Any]) -> None:
     """The table as JSON: per module its counts, score (a fraction, or null) and survivors."""
     modules = {
@@ -886,7 +900,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="a module to mutate, e.g. core/todos.py (repeatable; default: all)",
     )
-    parser.add_argument("--sample", type=int, help="run a random sample of N mutants")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="run a random sample of about N mutants (each module its share, at least one)",
+    )
     parser.add_argument("--seed", type=int, default=17, help="seed of --sample (default 17)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
@@ -948,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stale equivalent (no such mutant): {e.file}:{e.line} {e.change}")
         return 0
     if args.sample is not None and args.sample < len(todo):
-        todo = random.Random(args.seed).sample(todo, args.sample)
+        todo = sample_mutants(todo, args.sample, args.seed)
         for module, t in tallies.items():
             t.mutants, t.equivalent = sum(m.module == module for m in todo), 0
 
