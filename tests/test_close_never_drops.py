@@ -43,7 +43,9 @@ async def live_session(
     url: str, *, close_timeout: float
 ) -> tuple[SessionService, list[SessionEvent]]:
     store = SessionStore(url, busy_timeout_ms=50)
-    service = SessionService(store, close_timeout=close_timeout)
+    service = SessionService(
+        store, close_timeout=close_timeout, flush_interval=None, retain_events=True
+    )
     session = await service.new("s")
     session.append("turn/start", {"turn": 1})
     await service.flush("s")
@@ -123,7 +125,7 @@ async def test_recover_refuses_when_the_log_moved_on(tmp_path: Path) -> None:
 async def test_a_session_never_stored_is_recovered_whole(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
     store = SessionStore(url, busy_timeout_ms=50)
-    service = SessionService(store, close_timeout=0.1)
+    service = SessionService(store, close_timeout=0.1, flush_interval=None)
     session = await service.new("fresh")
     session.append("turn/start", {"turn": 1})
     await store.open()
@@ -179,7 +181,7 @@ async def test_a_flush_whose_answer_was_lost_is_not_a_conflict(tmp_path: Path) -
         return token
 
     store.append = append  # type: ignore[method-assign]
-    async with SessionService(store) as service:
+    async with SessionService(store, flush_interval=None) as service:
         session = await service.new("s")
         session.append("turn/start", {"turn": 1})
         lose["next"] = True

@@ -29,6 +29,11 @@ from todo_sessions.core.structure import check_structure
 from todo_sessions.service import SessionService
 from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
+AT_FLUSH_POINTS: dict[str, Any] = {"flush_interval": None, "retain_events": True}
+"""These tests pin the flush points themselves: no timer flush, and the session keeps its
+events so they can be compared with the stored log (tests/test_long_sessions.py covers the
+timer and the lean default)."""
+
 
 class StoredSpy:
     """A tool that records the type of the last *stored* event when its body runs."""
@@ -65,7 +70,7 @@ class SpyModel(ScriptedModel):
 
 
 async def test_checkpoints_flush_before_model_calls_and_before_tools(db_url: str) -> None:
-    async with SessionService(SessionStore(db_url), strict=True) as service:
+    async with SessionService(SessionStore(db_url), strict=True, **AT_FLUSH_POINTS) as service:
         session = await service.new("svc", cwd="/repo")
         spy = StoredSpy(service.store)
         tools = ToolRegistry()
@@ -87,7 +92,7 @@ async def test_checkpoints_flush_before_model_calls_and_before_tools(db_url: str
 
 
 async def test_new_resume_and_one_live_owner(shared_db_url: str) -> None:
-    async with SessionService(SessionStore(shared_db_url)) as service:
+    async with SessionService(SessionStore(shared_db_url), **AT_FLUSH_POINTS) as service:
         session = await service.new("owned")
         with pytest.raises(SessionExistsError):
             await service.new("owned")
@@ -96,9 +101,11 @@ async def test_new_resume_and_one_live_owner(shared_db_url: str) -> None:
             await service.resume("owned")
         await service.close("owned")
         resumed = await service.resume("owned")  # the open turn is repaired on resume
-        assert [e.type for e in resumed.events] == ["turn/start", "turn/end"]
-        assert resumed.events[-1].data["reason"] == {"kind": "interrupted"}
-        assert await service.store.read_from("owned") == list(resumed.events)
+        stored = await service.store.read_from("owned")
+        assert [e.type for e in stored] == ["turn/start", "turn/end"]
+        assert stored[-1].data["reason"] == {"kind": "interrupted"}
+        assert resumed.next_seq == 2 and resumed.open_turn is None
+        assert list(resumed.events) == []  # resumed from the stored state, not the log
 
 
 async def test_failed_flush_is_retried_at_the_next_checkpoint(
@@ -114,7 +121,7 @@ async def test_failed_flush_is_retried_at_the_next_checkpoint(
         return await real_append(session_id, events, **kw)
 
     store.append = flaky_append  # type: ignore[method-assign]
-    async with SessionService(store) as service:
+    async with SessionService(store, **AT_FLUSH_POINTS) as service:
         session = await service.new("flaky")
         session.append("turn/start", {"turn": 1})
         with caplog.at_level(logging.WARNING, logger="todo_sessions.service"):
@@ -129,7 +136,7 @@ async def test_failed_flush_is_retried_at_the_next_checkpoint(
 
 
 async def test_another_writer_is_a_conflict_not_a_silent_merge(shared_db_url: str) -> None:
-    async with SessionService(SessionStore(shared_db_url)) as service:
+    async with SessionService(SessionStore(shared_db_url), **AT_FLUSH_POINTS) as service:
         session = await service.new("contested")
         session.append("turn/start", {"turn": 1})
         await service.flush("contested")
@@ -143,7 +150,9 @@ async def test_another_writer_is_a_conflict_not_a_silent_merge(shared_db_url: st
 
 
 async def test_close_drains_and_fork_owns_the_child(shared_db_url: str) -> None:
-    async with SessionService(SessionStore(shared_db_url), strict=True) as service:
+    async with SessionService(
+        SessionStore(shared_db_url), strict=True, **AT_FLUSH_POINTS
+    ) as service:
         session = await service.new("parent")
         loop = AgentLoop(session, ScriptedModel([ScriptedResponse(text="hi")]), ToolRegistry())
         await loop.run_turn("hello")  # no checkpoint wired: everything is still queued
@@ -183,7 +192,7 @@ async def test_a_tool_never_runs_when_its_call_cannot_be_stored(tmp_path: Any) -
 
     store.append = append  # type: ignore[method-assign]
     effect = Effect()
-    async with SessionService(store, strict=True) as service:
+    async with SessionService(store, strict=True, **AT_FLUSH_POINTS) as service:
         session = await service.new("effects")
         tools = ToolRegistry()
         tools.register(effect)
@@ -207,7 +216,9 @@ async def test_a_tool_never_runs_when_its_call_cannot_be_stored(tmp_path: Any) -
 
 
 async def test_a_cancelled_flush_does_not_wedge_the_session(tmp_path: Any) -> None:
-    async with SessionService(SessionStore(f"sqlite:///{tmp_path}/s.db")) as service:
+    async with SessionService(
+        SessionStore(f"sqlite:///{tmp_path}/s.db"), **AT_FLUSH_POINTS
+    ) as service:
         session = await service.new("big")
         session.append("turn/start", {"turn": 1})
         for i in range(3000):
@@ -224,7 +235,7 @@ async def test_a_cancelled_flush_does_not_wedge_the_session(tmp_path: Any) -> No
 
 
 async def test_aclose_drains_every_session_even_when_one_fails(shared_db_url: str) -> None:
-    service = SessionService(SessionStore(shared_db_url))
+    service = SessionService(SessionStore(shared_db_url), **AT_FLUSH_POINTS)
     first = await service.new("first")
     first.append("turn/start", {"turn": 1})
     await service.flush("first")

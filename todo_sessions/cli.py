@@ -49,7 +49,7 @@ from .render import Timeline, render_messages, render_timeline, render_todo_list
 from .store.engine import parse_url
 from .store.leases import LeaseHolder
 from .store.migrate import migrate as run_migrate
-from .store.results import SessionSummary, StoredLog
+from .store.results import CheckpointInfo, SessionSummary, StoredLog
 from .store.store import SessionStore, default_url, wall_clock_ms
 
 T = TypeVar("T")
@@ -492,12 +492,23 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
 @main.command("show")
 @click.argument("session_id")
 @click.option("--verbose", "-v", is_flag=True, help="Also show steps, chunks and request records.")
+@click.option(
+    "--checkpoints",
+    "checkpoints",
+    is_flag=True,
+    help="Show the session's projection checkpoints instead of its timeline.",
+)
 @json_option
 @pass_ctx
-def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> None:
+def show_cmd(
+    ctx: Context, session_id: str, verbose: bool, checkpoints: bool, as_json: bool
+) -> None:
     """Show a session's timeline: turns, messages, tool calls and results, todo changes.
 
     Streams the log page by page, so any session shows in flat memory."""
+    if checkpoints:
+        _show_checkpoints(ctx, session_id, as_json)
+        return
 
     async def work(store: SessionStore) -> None:
         h = await store.header(session_id)
@@ -540,6 +551,42 @@ def show_cmd(ctx: Context, session_id: str, verbose: bool, as_json: bool) -> Non
             ctx.out.print(row)
 
     ctx.run(work)
+
+
+def _show_checkpoints(ctx: Context, session_id: str, as_json: bool) -> None:
+    async def work(store: SessionStore) -> tuple[int, list[CheckpointInfo]]:
+        summary = await store.summary(session_id)
+        return summary.next_seq, await store.checkpoints(session_id)
+
+    next_seq, found = ctx.run(work)
+    if as_json:
+        echo_json(
+            [
+                {
+                    "seq": c.seq,
+                    "formatVersion": c.format_version,
+                    "createdAt": c.created_at,
+                    "bytes": c.size,
+                }
+                for c in found
+            ]
+        )
+        return
+    if not found:
+        ctx.out.print(f"no checkpoints ({next_seq} events; resuming folds the whole log)")
+        return
+    table = Table()
+    for name in ("seq", "format", "written", "bytes", "events after it"):
+        table.add_column(name, no_wrap=True)
+    for c in found:
+        table.add_row(
+            str(c.seq),
+            str(c.format_version),
+            _when(c.created_at),
+            str(c.size),
+            str(next_seq - c.seq),
+        )
+    ctx.out.print(table)
 
 
 async def _stream_upto(store: SessionStore, session_id: str, end: int) -> AsyncIterator[Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from .core.checkpoint import CheckpointError, LiveState
 from .core.envelope import SessionEvent
 from .core.repair import interrupted_turn_closers
 from .core.verify import Problem, verify_events
@@ -73,6 +74,42 @@ async def _read_damaged(
         start = bad + 1
 
 
+async def verify_checkpoints(
+    store: SessionStore, session_id: str, events: list[SessionEvent]
+) -> list[Problem]:
+    """Each stored checkpoint recomputed from the log: one that cannot be read, lies past the
+    end of the log, or differs from the fold is a problem (``load`` passes over it anyway)."""
+    texts = await store.checkpoint_texts(session_id)
+    if not texts:
+        return []
+    problems: list[Problem] = []
+    state = LiveState.empty()
+    position = 0
+    for seq, text in texts:
+        if seq > len(events):
+            problems.append(
+                Problem(seq, "checkpoint", f"checkpoint at seq {seq} lies past the end of the log")
+            )
+            continue
+        try:
+            LiveState.decode(text, seq=seq)
+        except CheckpointError as exc:
+            problems.append(Problem(seq, "checkpoint", str(exc)))
+            continue
+        state.apply_all(events[position:seq])
+        position = seq
+        if state.encode() != text:
+            problems.append(
+                Problem(
+                    seq,
+                    "checkpoint",
+                    f"checkpoint at seq {seq} differs from the fold of the log (stale or "
+                    "written outside todo_sessions); load passes over it",
+                )
+            )
+    return problems
+
+
 async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     """Every problem of one stored session (empty: healthy)."""
     events, unreadable = await _read_damaged(store, session_id)
@@ -93,6 +130,8 @@ async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
         )
     bad = {p.seq for p in unreadable if p.seq is not None}
     problems += verify_events(events, unreadable=bad)
+    if not problems:
+        problems += await verify_checkpoints(store, session_id, events)
     if not problems and interrupted_turn_closers(events, session_id=session_id):
         problems.append(
             Problem(

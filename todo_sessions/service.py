@@ -69,11 +69,14 @@ _CLOSE_MAX_PAUSE = 1.0
 
 
 class _Live:
-    __slots__ = ("flushed", "inflight", "lease", "lock", "lost", "session")
+    __slots__ = ("checkpointed", "flushed", "inflight", "lease", "lock", "lost", "session")
 
     def __init__(self, session: Session, flushed: int, lease: Lease | None) -> None:
         self.session = session
         self.flushed = flushed
+        """The session's events below this seq are stored."""
+        self.checkpointed = flushed
+        """The seq of the newest projection checkpoint written (or of the start)."""
         self.lock = asyncio.Lock()
         self.inflight: asyncio.Future[str] | None = None
         self.lease = lease
@@ -95,6 +98,15 @@ class SessionService:
     transient failures before writing recovery files to ``recovery_dir`` (default:
     `recovery.default_recovery_dir`). ``owner``: this service's lease owner id (default: a
     random one per service).
+
+    Long sessions: a projection checkpoint (`SessionStore.write_checkpoint`) is written at each
+    turn end and every ``checkpoint_every`` events inside a long turn, so `resume` reads the
+    newest checkpoint and the events after it, never the whole log. After each flush a live
+    session lets go of its stored events (``retain_events=True`` keeps them in
+    ``session.events``), so its memory does not grow with its log. ``flush_interval``
+    (seconds, default 0.1; None: off): queued events are also flushed on this timer, so
+    another process following the session sees streamed chunks within about that delay (with
+    group commit, one commit per interval for all sessions of the store).
     """
 
     def __init__(
@@ -108,13 +120,24 @@ class SessionService:
         close_timeout: float = 30.0,
         recovery_dir: str | os.PathLike[str] | None = None,
         owner: str | None = None,
+        checkpoint_every: int = 2000,
+        retain_events: bool = False,
+        flush_interval: float | None = 0.1,
     ) -> None:
         if not lease_ttl > 0:
             raise ValueError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
         if not close_timeout >= 0:
             raise ValueError(f"close_timeout must be >= 0 seconds, got {close_timeout!r}")
+        if type(checkpoint_every) is not int or checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
+        if flush_interval is not None and not flush_interval > 0:
+            raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval!r}")
         self.store = store
         self.strict = strict
+        self.checkpoint_every = checkpoint_every
+        self.retain_events = retain_events
+        self.flush_interval = flush_interval
+        self._flusher: asyncio.Task[None] | None = None
         self._clock = clock
         self.leases = leases
         self.lease_ttl = lease_ttl
@@ -143,7 +166,23 @@ class SessionService:
         if session.id in self._live:
             raise SessionExistsError(session.id)
         self._live[session.id] = _Live(session, flushed, lease)
+        if not self.retain_events:
+            session.release_stored(flushed)
+        if self.flush_interval is not None and (self._flusher is None or self._flusher.done()):
+            self._flusher = asyncio.create_task(self._flush_on_timer(self.flush_interval))
         return session
+
+    async def _flush_on_timer(self, interval: float) -> None:
+        """Flush whatever is queued every ``interval`` seconds (followers see it soon). A
+        failure here is left to the next flush point, which reports it."""
+        while True:
+            await asyncio.sleep(interval)
+            for sid, live in list(self._live.items()):
+                if live.session.next_seq > live.flushed and not live.lock.locked():
+                    try:
+                        await self.flush(sid)
+                    except (TodoSessionsError, KeyError) as exc:
+                        logger.debug("session %r: timed flush failed: %s", sid, exc)
 
     async def _lease(self, session_id: str, *, steal: bool = False) -> Lease | None:
         if not self.leases:
@@ -204,8 +243,9 @@ class SessionService:
         return self._own(Session(header, strict=self.strict, clock=self._clock), 0, lease)
 
     async def resume(self, session_id: str, *, steal: bool = False) -> Session:
-        """Resume a stored session. An interrupted turn is closed durably first (crash
-        repair through `SessionStore.load`), so the history is valid for a provider.
+        """Resume a stored session from its newest projection checkpoint and the events after
+        it (`SessionStore.resume_state`). An interrupted turn is closed durably first (crash
+        repair), so the history is valid for a provider.
 
         The session's lease is taken first: `SessionLeasedError` when another live service
         holds it, unless ``steal`` (the other service then gets `LeaseLostError` on its next
@@ -216,12 +256,13 @@ class SessionService:
             raise SessionExistsError(session_id)
         lease = await self._lease(session_id, steal=steal)
         try:
-            log = await self.store.load(session_id)
+            found = await self.store.resume_state(session_id)
         except BaseException:
             await self._give_back(lease)
             raise
-        session = Session(log.header, log.events, strict=self.strict, clock=self._clock)
-        return self._own(session, len(log.events), lease)
+        state = found.state
+        session = Session(found.header, strict=self.strict, clock=self._clock, state=state)
+        return self._own(session, state.next_seq, lease)
 
     async def fork(
         self, source_id: str, boundary: int | None = None, child_id: str | None = None
@@ -246,7 +287,7 @@ class SessionService:
     def pending(self, session_id: str) -> int:
         """How many events of a live session are not stored yet."""
         live = self._live[session_id]
-        return len(live.session.events) - live.flushed
+        return live.session.next_seq - live.flushed
 
     # -- persistence ----------------------------------------------------------------------------
 
@@ -265,7 +306,7 @@ class SessionService:
             async with live.lock:
                 if live.inflight is not None:  # a cancelled flush may still be writing
                     await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
-                events = live.session.events[live.flushed :]
+                events = live.session.events_from(live.flushed)
                 if not events:
                     continue
                 if live.lost is not None:
@@ -287,6 +328,8 @@ class SessionService:
                         rest = events[ours:]
                         await self.store.append(sid, rest, lease=live.lease)
                         live.flushed += len(rest)
+                if not self.retain_events:
+                    live.session.release_stored(live.flushed)
 
     async def _stored_already(self, session_id: str, events: list[SessionEvent]) -> int:
         """How many of ``events`` are stored, exactly, where they belong; 0 when the stored
@@ -320,6 +363,7 @@ class SessionService:
             try:
                 await self.flush(session_id)
                 self.last_flush_error = None
+                await self._maybe_write_checkpoint(session_id, turn_end=name == "turn-end")
                 return
             except (StoreBusyError, StoreError) as exc:
                 self.last_flush_error = exc
@@ -337,6 +381,24 @@ class SessionService:
                     self.pending(session_id),
                     exc,
                 )
+
+    async def _maybe_write_checkpoint(self, session_id: str, *, turn_end: bool) -> None:
+        """A projection checkpoint at a turn end, or after ``checkpoint_every`` events, once
+        everything is stored. Derived data: a failure is logged, never raised."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        session = live.session
+        due = session.next_seq - live.checkpointed
+        if due <= 0 or live.flushed != session.next_seq:
+            return
+        if not turn_end and due < self.checkpoint_every:
+            return
+        try:
+            if await self.store.write_checkpoint(session_id, session.checkpoint_state()):
+                live.checkpointed = session.next_seq
+        except TodoSessionsError as exc:
+            logger.warning("session %r: checkpoint not written: %s", session_id, exc)
 
     async def close(self, session_id: str) -> None:
         """Flush and stop owning a live session (its lease is given back)."""
@@ -361,7 +423,7 @@ class SessionService:
         return path
 
     def _save_unstored(self, live: _Live) -> Path | None:
-        events = live.session.events[live.flushed :]
+        events = live.session.events_from(live.flushed)
         if not events:
             return None
         directory = self.recovery_dir or default_recovery_dir()
@@ -395,9 +457,14 @@ class SessionService:
                     path = self._save_unstored(live)
                     if path is None:  # nothing was queued: only giving the lease back failed
                         continue
-                    count = len(live.session.events) - live.flushed
+                    count = live.session.next_seq - live.flushed
                     errors.append(EventsNotStoredError(sid, count, str(path), failure))
         finally:
+            if self._flusher is not None:
+                self._flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._flusher
+                self._flusher = None
             if self._renewer is not None:
                 self._renewer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

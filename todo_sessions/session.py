@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .core.catalog import EVENT_TYPES, validate_event
+from .core.catalog import EVENT_TYPES
+from .core.checkpoint import LiveState
 from .core.envelope import SessionEvent, SurfaceOp
 from .core.header import SessionHeader
-from .core.structure import OpenCall, StructureChecker
-from .core.surface import MessageSnapshot, SurfaceState
-from .core.todos import TodoItem, todos_from_payload
+from .core.structure import OpenCall
+from .core.surface import MessageSnapshot
+from .core.todos import TodoItem
 from .errors import InvalidEventError
 
 __all__ = ["Session", "Subscriber", "wall_clock_ms"]
@@ -56,10 +57,17 @@ def wall_clock_ms() -> int:
 
 
 class Session:
-    """A live session: the log so far plus incrementally maintained projections.
+    """A live session: the events it holds plus incrementally maintained projections.
 
-    ``Session(header, events=(), *, strict=False, clock=wall_clock_ms)``: ``events`` is the
-    already-stored log (for resume); it is checked the same way as new appends.
+    ``Session(header, events=(), *, strict=False, clock=wall_clock_ms, state=None)``:
+    ``events`` is the already-stored log (for resume); it is checked the same way as new
+    appends. ``state`` (a `LiveState`, e.g. from `SessionStore.resume_state`) starts the
+    session from a folded state instead, without the events behind it; ``events`` then
+    continue from ``state.next_seq``.
+
+    `events` is what the session holds: every event given or appended, unless its owner lets
+    go of the stored ones (`release_stored`, which `SessionService` calls after each flush so
+    a live session's memory does not grow with its log). The projections never need them.
     """
 
     def __init__(
@@ -69,15 +77,15 @@ class Session:
         *,
         strict: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
+        state: LiveState | None = None,
     ) -> None:
         self.header = header
         self.strict = strict
         self._clock = clock
+        self._state = state if state is not None else LiveState.empty()
+        self._first = self._state.next_seq
+        """The seq of ``_events[0]``."""
         self._events: list[SessionEvent] = []
-        self._surface = SurfaceState()
-        self._structure = StructureChecker()
-        self._todos: list[TodoItem] | None = None
-        self._standing = False
         self._subscribers: list[Subscriber] = []
         self._notifying = False
         for event in events:
@@ -89,34 +97,66 @@ class Session:
 
     @property
     def events(self) -> Sequence[SessionEvent]:
-        """The log so far: a live read-only view (no copy; events are immutable)."""
+        """The events this session holds, from `first_held_seq` on: a live read-only view (no
+        copy; events are immutable). All of the log unless the owner released stored ones."""
         return _EventsView(self._events)
 
     @property
+    def first_held_seq(self) -> int:
+        """The seq of the first event in `events` (0 unless started from a state or released)."""
+        return self._first
+
+    @property
     def next_seq(self) -> int:
-        return len(self._events)
+        return self._state.next_seq
+
+    def events_from(self, seq: int) -> list[SessionEvent]:
+        """The held events with seq >= ``seq`` (``seq`` must not be below `first_held_seq`)."""
+        if seq < self._first:
+            raise ValueError(
+                f"session {self.id!r} no longer holds seq {seq} (it holds {self._first} on)"
+            )
+        return self._events[seq - self._first :]
+
+    def release_stored(self, upto_seq: int) -> None:
+        """Let go of the held events below ``upto_seq`` (they are stored elsewhere)."""
+        drop = min(max(upto_seq - self._first, 0), len(self._events))
+        if drop:
+            del self._events[:drop]
+            self._first += drop
+
+    def checkpoint_state(self) -> LiveState:
+        """The folded state (`SessionStore.write_checkpoint` stores it). Shared, not a copy:
+        encode it before the next append."""
+        return self._state
 
     @property
     def todos(self) -> list[TodoItem] | None:
         """The current todo list (latest ``todo/write``), or None before any write."""
-        return None if self._todos is None else list(self._todos)
+        todos = self._state.todos
+        return None if todos is None else list(todos)
 
     @property
     def standing_plan(self) -> list[TodoItem] | None:
         """The todo list a UI shows: None once a later ``turn/start`` begins a new turn."""
-        return self.todos if self._standing else None
+        return self.todos if self._state.standing else None
 
     @property
     def open_turn(self) -> int | None:
-        return self._structure.open_turn
+        return self._state.structure.open_turn
 
     @property
     def open_step(self) -> int | None:
-        return self._structure.open_step
+        return self._state.structure.open_step
+
+    @property
+    def last_turn(self) -> int:
+        """The number of the latest turn started (0 before any)."""
+        return self._state.structure.last_turn
 
     def unanswered_calls(self) -> tuple[OpenCall, ...]:
         """Tool calls of the open turn that have no result yet, in call order."""
-        return self._structure.unanswered_calls()
+        return self._state.structure.unanswered_calls()
 
     def derive_messages(self) -> MessageSnapshot:
         """The model's message history (surface events only), as an immutable snapshot.
@@ -124,7 +164,7 @@ class Session:
         O(1): the session keeps the messages as events are appended; the snapshot is a
         `Sequence` that later appends never change (``list(...)`` gives a plain list).
         """
-        return self._surface.snapshot()
+        return self._state.surface.snapshot()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback(event)`` after each committed append; returns an unsubscribe."""
@@ -153,7 +193,7 @@ class Session:
             )
         event = SessionEvent(
             type,
-            len(self._events),
+            self._state.next_seq,
             self._clock(),
             data,
             surface_op=surface_op,
@@ -174,27 +214,8 @@ class Session:
         return event
 
     def _commit(self, event: SessionEvent, *, check_structure: bool) -> None:
-        if event.seq != len(self._events):
-            raise InvalidEventError(
-                f"event {event.type!r} has seq {event.seq}, expected {len(self._events)}",
-                event_type=event.type,
-                seq=event.seq,
-                field="seq",
-            )
-        validate_event(event)
-        if check_structure:
-            self._structure.check(event)
-        todos = (
-            todos_from_payload(event.data, seq=event.seq) if event.type == "todo/write" else None
-        )
-        self._surface.apply(event)  # validates first; changes nothing if it raises
-        self._structure.advance(event)
+        self._state.apply(event, check_structure=check_structure)
         self._events.append(event)
-        if todos is not None:
-            self._todos = todos
-            self._standing = True
-        elif event.type == "turn/start":
-            self._standing = False
 
     def _notify(self, event: SessionEvent) -> None:
         self._notifying = True
@@ -213,4 +234,4 @@ class Session:
             self._notifying = False
 
     def __repr__(self) -> str:
-        return f"Session({self.id!r}, events={len(self._events)}, strict={self.strict})"
+        return f"Session({self.id!r}, events={self.next_seq}, strict={self.strict})"

@@ -476,10 +476,7 @@ class AgentLoop:
 
 
 def _last_turn(session: Session) -> int:
-    for event in reversed(session.events):
-        if event.type == "turn/start":
-            return int(event.data["turn"])
-    return 0
+    return session.last_turn  # from the folded state: the session may not hold old events
 
 
 def _chunk(delta: TextDelta | ReasoningDelta | ToolCallDelta, index: int) -> dict[str, Any]:

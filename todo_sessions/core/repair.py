@@ -26,6 +26,7 @@ from .structure import NOT_STARTED_CODE, OpenCall, StructureChecker
 __all__ = [
     "NOT_STARTED_ERROR",
     "OUTCOME_UNKNOWN_ERROR",
+    "closers_for",
     "interrupted_turn_closers",
 ]
 
@@ -100,11 +101,18 @@ def interrupted_turn_closers(
     state = StructureChecker()
     for event in events:
         state.advance(event)
-    turn = state.open_turn
-    if turn is None or not events:
+    if not events:
         return []
-    last = events[-1]
-    seq, time = last.seq + 1, last.time
+    return closers_for(state, last_time=events[-1].time, session_id=session_id)
+
+
+def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> list[SessionEvent]:
+    """`interrupted_turn_closers` from a folded turn/step state (a checkpoint's, say) and the
+    time of the log's last event, without the events themselves."""
+    turn = state.open_turn
+    if turn is None:
+        return []
+    seq, time = state.next_seq, last_time
     closers: list[SessionEvent] = []
     for call in state.unanswered_calls():
         closers.append(_closing_result(call, session_id=session_id, seq=seq, time=time))

@@ -81,6 +81,14 @@ def _int(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
+def _exact(value: Any, kind: type, *, none: bool = False) -> Any:
+    """``value`` if it is exactly of ``kind`` (``bool`` is not an ``int`` here), else
+    `ValueError`."""
+    if (value is None and none) or type(value) is kind:
+        return value
+    raise ValueError(f"expected {kind.__name__}, got {value!r}")
+
+
 def _is_not_started(data: Mapping[str, Any]) -> bool:
     error = data.get("error")
     return isinstance(error, dict) and error.get("code") == NOT_STARTED_CODE
@@ -141,6 +149,11 @@ class StructureChecker:
         """Every tool call of the open turn, in call order (a model may reuse an id in a later
         step once the earlier call is answered: that is a new call)."""
 
+    @property
+    def last_turn(self) -> int:
+        """The number of the latest turn started (0 before any)."""
+        return self._last_turn
+
     def unanswered_calls(self) -> tuple[OpenCall, ...]:
         """The tool calls of the open turn without a result, in call order."""
         return tuple(
@@ -148,6 +161,48 @@ class StructureChecker:
             for c in self._ordered
             if not c.answered
         )
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def export(self) -> dict[str, Any]:
+        """The whole state as plain JSON values (`restore` reads it back)."""
+        return {
+            "nextSeq": self.next_seq,
+            "openTurn": self.open_turn,
+            "openStep": self.open_step,
+            "lastTurn": self._last_turn,
+            "lastStep": self._last_step,
+            "calls": [
+                [c.call_id, c.name, c.turn, c.step, c.call_seq, c.block_seq, c.answered]
+                for c in self._ordered
+            ],
+        }
+
+    @classmethod
+    def restore(cls, state: Mapping[str, Any]) -> StructureChecker:
+        """The checker `export` described; `ValueError` when ``state`` is not one."""
+        checker = cls()
+        try:
+            checker.next_seq = _exact(state["nextSeq"], int)
+            checker.open_turn = _exact(state["openTurn"], int, none=True)
+            checker.open_step = _exact(state["openStep"], int, none=True)
+            checker._last_turn = _exact(state["lastTurn"], int)
+            checker._last_step = _exact(state["lastStep"], int)
+            for call_id, name, turn, step, call_seq, block_seq, answered in state["calls"]:
+                call = _Call(
+                    _exact(call_id, str),
+                    _exact(name, str),
+                    _exact(turn, int),
+                    _exact(step, int),
+                    _exact(call_seq, int, none=True),
+                    _exact(block_seq, int, none=True),
+                    _exact(answered, bool),
+                )
+                checker._ordered.append(call)
+                checker._calls[call.call_id] = call  # the latest call with each id
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a structure state: {exc!r}") from None
+        return checker
 
     # -- checking -------------------------------------------------------------------------------
 

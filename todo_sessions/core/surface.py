@@ -15,9 +15,9 @@ being derived.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, overload
+from typing import Any, NoReturn, overload
 
 from pydantic import ValidationError
 
@@ -168,7 +168,15 @@ class SurfaceState:
     ``build_messages=False`` skips building messages (for `fold_surface`, which only needs seqs).
     """
 
-    __slots__ = ("_build", "_index", "_messages", "_nodes", "_order", "_replacements")
+    __slots__ = (
+        "_build",
+        "_events",
+        "_index",
+        "_messages",
+        "_nodes",
+        "_order",
+        "_replacements",
+    )
 
     def __init__(self, *, build_messages: bool = True) -> None:
         self._build = build_messages
@@ -178,6 +186,8 @@ class SurfaceState:
         """Surface seq -> its position in ``_order``."""
         self._nodes: dict[int, Message | None] = {}
         """Surface seq -> the message it contributes (None: contributes nothing)."""
+        self._events: dict[int, SessionEvent] = {}
+        """Surface seq -> its event (what a checkpoint stores)."""
         self._messages: list[Message] = []
         """The derived messages, in surface order."""
         self._replacements: list[Replacement] = []
@@ -214,6 +224,44 @@ class SurfaceState:
             raise RuntimeError("this SurfaceState was created with build_messages=False")
         return MessageSnapshot(self._messages, len(self._messages))
 
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def export(self) -> dict[str, Any]:
+        """The state as plain JSON values: the surface nodes' events in surface order (without
+        their ``sourceEventSeqs``: a node's message does not depend on what it cites, and an
+        answer citing its 1,000 streamed chunks would make every checkpoint carry them), and
+        the replacements. `restore` reads it back."""
+        return {
+            "nodes": [_without_citations(self._events[seq].to_dict()) for seq in self._order],
+            "replacements": [[r.seq, r.start, r.end, list(r.removed)] for r in self._replacements],
+        }
+
+    @classmethod
+    def restore(cls, state: Mapping[str, Any]) -> SurfaceState:
+        """The state `export` described, each node's message built again from its event;
+        `ValueError` (or `InvalidEventError`) when ``state`` is not one."""
+        surface = cls()
+        try:
+            for wire in state["nodes"]:
+                event = SessionEvent.from_dict(wire)
+                if event.surface_op is None or event.seq in surface._index:
+                    raise ValueError(f"seq {event.seq} cannot be a surface node here")
+                surface._index[event.seq] = len(surface._order)
+                surface._order.append(event.seq)
+                message = _build_message(event)
+                surface._nodes[event.seq] = message
+                surface._events[event.seq] = event
+                if message is not None:
+                    surface._messages.append(message)
+            for seq, start, end, removed in state["replacements"]:
+                numbers = [seq, start, end, *removed]
+                if any(type(n) is not int for n in numbers):
+                    raise ValueError(f"replacement {numbers!r} is not made of seqs")
+                surface._replacements.append(Replacement(seq, start, end, tuple(removed)))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a surface state: {exc!r}") from None
+        return surface
+
     # -- folding --------------------------------------------------------------------------------
 
     def apply(self, event: SessionEvent) -> None:
@@ -242,6 +290,7 @@ class SurfaceState:
             self._index[event.seq] = len(self._order)
             self._order.append(event.seq)
             self._nodes[event.seq] = message
+            self._events[event.seq] = event
             if message is not None:
                 self._messages.append(message)
             return
@@ -253,9 +302,11 @@ class SurfaceState:
         for seq in removed:
             del self._index[seq]
             del self._nodes[seq]
+            del self._events[seq]
         for position in range(first, len(self._order)):
             self._index[self._order[position]] = position
         self._nodes[event.seq] = message
+        self._events[event.seq] = event
         if self._build:
             self._messages = [m for m in map(self._nodes.__getitem__, self._order) if m is not None]
         self._replacements.append(Replacement(event.seq, op.start, op.end, removed))
@@ -285,6 +336,11 @@ class SurfaceState:
                 "sourceEventSeqs",
             )
         return first, last
+
+
+def _without_citations(wire: dict[str, Any]) -> dict[str, Any]:
+    wire.pop("sourceEventSeqs", None)
+    return wire
 
 
 def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:

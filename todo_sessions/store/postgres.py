@@ -211,9 +211,7 @@ class PostgresRecorder:
             return
         if self._listener is None:
             dsn = self._listen.url.set(drivername="postgresql")
-            args = {
-                k: v for k, v in self._listen.connect_args.items() if k in _LISTENER_ARGS
-            }
+            args = {k: v for k, v in self._listen.connect_args.items() if k in _LISTENER_ARGS}
             self._listener = PgListener(dsn.render_as_string(hide_password=False), args)
         listener = self._listener
         await listener.ensure_connected()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import bindparam, func, select
 
+from ..core.checkpoint import CheckpointError, LiveState
 from ..core.envelope import SessionEvent
 from ..core.jsonvalue import decode_json
 from ..core.todos import TodoItem, todos_from_payload
@@ -22,28 +23,33 @@ from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundErro
 from .codec import check_format_version, rows_to_events
 from .queries import compile_positional, select_store_id, select_summaries
 from .recorder import AppendBatch, AppendOutcome, check_batch_start
-from .schema import session_events, sessions
+from .schema import session_checkpoints, session_events, sessions
 
 __all__ = [
     "STATEMENTS",
     "CompiledRead",
     "Rows",
     "append_outcome",
+    "checkpoint_list",
+    "checkpoint_texts",
     "compile_reads",
     "count_of_type",
     "find_session",
     "latest_todos",
     "list_sessions",
+    "live_state",
     "read_events",
     "read_session",
     "read_store_id",
     "seqs_past_end",
     "session_ids",
     "surface_events",
+    "surface_state",
 ]
 
 ev = session_events.c
 se = sessions.c
+cp = session_checkpoints.c
 
 SESSION_COLUMNS = (
     "id",
@@ -77,8 +83,21 @@ STATEMENTS: dict[str, Any] = {
     .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
     .order_by(ev.seq),
     "surface": select(*_EVENT_COLUMNS)
-    .where(ev.session_id == _SID, ev.surface_op.is_not(None), ev.seq < bindparam("upto"))
+    .where(
+        ev.session_id == _SID,
+        ev.surface_op.is_not(None),
+        ev.seq >= bindparam("from_seq"),
+        ev.seq < bindparam("upto"),
+    )
     .order_by(ev.seq),
+    "checkpoints_at_most": select(cp.seq, cp.state)
+    .where(cp.session_id == _SID, cp.seq <= bindparam("upto"))
+    .order_by(cp.seq.desc())
+    .limit(bindparam("limit")),
+    "checkpoint_list": select(cp.seq, cp.format_version, cp.created_at, func.length(cp.state))
+    .where(cp.session_id == _SID)
+    .order_by(cp.seq),
+    "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
     "latest_of_type": select(ev.seq, ev.data)
     .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
     .order_by(ev.seq.desc())
@@ -259,9 +278,122 @@ def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[Se
     """Only the events that carry a surface op (partial index), decoded."""
     row = read_session(rows, session_id)
     found = rows.fetch(
-        "surface", {"session_id": session_id, "upto": _bound(row["next_seq"], upto_seq)}
+        "surface",
+        {"session_id": session_id, "from_seq": 0, "upto": _bound(row["next_seq"], upto_seq)},
     )
     return rows_to_events(session_id, found, expect_seq=None)  # sparse: no contiguity
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+_CHECKPOINT_CANDIDATES = 3
+"""How many of the newest checkpoints a read tries before folding from the start."""
+
+
+@dataclass(slots=True)
+class StateRead:
+    """What `live_state` and `surface_state` found: the state, and the checkpoints they had to
+    pass over (each with the reason), for the caller to warn about."""
+
+    row: dict[str, Any]
+    state: LiveState
+    from_checkpoint: int | None
+    skipped: list[str]
+
+
+def _candidates(rows: Rows, session_id: str, upto: int) -> tuple[list[LiveState], list[str]]:
+    states: list[LiveState] = []
+    skipped: list[str] = []
+    params = {"session_id": session_id, "upto": upto, "limit": _CHECKPOINT_CANDIDATES}
+    for seq, text in rows.fetch("checkpoints_at_most", params):
+        try:
+            states.append(LiveState.decode(text, seq=seq))
+        except CheckpointError as exc:
+            skipped.append(str(exc))
+    return states, skipped
+
+
+def live_state(rows: Rows, session_id: str) -> StateRead:
+    """The live state at the end of the log: the newest usable checkpoint, then the events
+    after it. A checkpoint that does not decode, or that the following events do not continue,
+    is passed over (and named in ``skipped``); with none left, the whole log is folded."""
+    row = read_session(rows, session_id)
+    next_seq = row["next_seq"]
+    states, skipped = _candidates(rows, session_id, next_seq)
+    for state in [*states, None]:
+        origin = None if state is None else state.next_seq
+        start = 0 if state is None else state.next_seq - 1  # and the event a checkpoint names
+        live = LiveState.empty() if state is None else state
+        found = rows.fetch(
+            "events", {"session_id": session_id, "from_seq": start, "upto": next_seq}
+        )
+        events = rows_to_events(session_id, found, expect_seq=start)
+        if len(events) != next_seq - start:
+            missing = start + len(events)
+            raise CorruptSessionError(
+                session_id, missing, f"seq {missing} is missing (the next seq is {next_seq})"
+            )
+        if state is not None:
+            if not state.matches(events[0] if events else None):
+                skipped.append(_STALE.format(seq=state.next_seq))
+                continue
+            events = events[1:]
+        try:
+            live.apply_all(events)
+        except InvalidEventError as exc:
+            if state is None:
+                raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+            skipped.append(f"checkpoint at seq {origin} does not continue with the log: {exc}")
+            continue
+        return StateRead(row, live, origin, skipped)
+    raise AssertionError("unreachable: the fold from seq 0 returns or raises")
+
+
+_STALE = (
+    "checkpoint at seq {seq} does not match the log (the event before it differs): stale, "
+    "or written for another log"
+)
+
+
+def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRead:
+    """The surface as of ``upto_seq``: the newest usable checkpoint at or below it, then the
+    surface rows after it (surface rows only: the partial index)."""
+    row = read_session(rows, session_id)
+    upto = _bound(row["next_seq"], upto_seq)
+    states, skipped = _candidates(rows, session_id, upto)
+    for state in [*states, None]:
+        start = 0 if state is None else state.next_seq
+        live = LiveState.empty() if state is None else state
+        if state is not None:
+            named = {"session_id": session_id, "from_seq": start - 1, "upto": start}
+            previous = rows_to_events(session_id, rows.fetch("events", named), expect_seq=None)
+            if not state.matches(previous[0] if previous else None):
+                skipped.append(_STALE.format(seq=start))
+                continue
+        params = {"session_id": session_id, "from_seq": start, "upto": upto}
+        events = rows_to_events(session_id, rows.fetch("surface", params), expect_seq=None)
+        try:
+            for event in events:
+                live.surface.apply(event)
+        except InvalidEventError as exc:
+            if state is None:
+                raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+            skipped.append(f"checkpoint at seq {start} does not continue with the log: {exc}")
+            continue
+        return StateRead(row, live, None if state is None else start, skipped)
+    raise AssertionError("unreachable: the fold from seq 0 returns or raises")
+
+
+def checkpoint_list(rows: Rows, session_id: str) -> list[tuple[int, int, int, int]]:
+    """``(seq, format_version, created_at, size of the state text)`` of each checkpoint."""
+    read_session(rows, session_id, check_format=False)
+    found = rows.fetch("checkpoint_list", {"session_id": session_id})
+    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in found]
+
+
+def checkpoint_texts(rows: Rows, session_id: str) -> list[tuple[int, str]]:
+    """``(seq, state text)`` of each checkpoint, oldest first (for `verify`)."""
+    return [(r[0], r[1]) for r in rows.fetch("checkpoint_texts", {"session_id": session_id})]
 
 
 def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:

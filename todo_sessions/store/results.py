@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.checkpoint import LiveState
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 
-__all__ = ["SessionSummary", "StoredLog", "revision_token"]
+__all__ = ["CheckpointInfo", "ResumedState", "SessionSummary", "StoredLog", "revision_token"]
 
 
 def revision_token(store_id: str, incarnation: str, revision: int) -> str:
@@ -40,3 +41,29 @@ class SessionSummary:
     title: str | None
     next_seq: int
     revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResumedState:
+    """From `SessionStore.resume_state`: what a live session needs to go on, without the log.
+
+    ``state`` is folded to the end of the stored log (after any ``closers`` of an interrupted
+    turn, which were stored); ``from_checkpoint`` is the seq of the checkpoint it started from
+    (None: folded from the start).
+    """
+
+    header: SessionHeader
+    state: LiveState
+    revision: str
+    closers: tuple[SessionEvent, ...]
+    from_checkpoint: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """One stored checkpoint of a session (`SessionStore.checkpoints`)."""
+
+    seq: int
+    format_version: int
+    created_at: int
+    size: int

@@ -30,6 +30,7 @@ __all__ = [
     "APPEND_ONLY_MESSAGE",
     "VERSION_TABLE",
     "metadata",
+    "session_checkpoints",
     "session_events",
     "session_leases",
     "sessions",
@@ -129,3 +130,22 @@ session_leases = Table(
 )
 """Who owns a session live (`SessionService` leases). ``epoch`` grows with every new holder;
 an append made under a lease checks owner and epoch inside its own transaction (fencing)."""
+
+session_checkpoints = Table(
+    "session_checkpoints",
+    metadata,
+    Column(
+        "session_id",
+        String(200),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("seq", BigInteger, nullable=False),
+    Column("format_version", BigInteger, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("session_id", "seq"),
+    CheckConstraint("seq > 0", name="seq_positive"),
+)
+"""Projection checkpoints (`core.checkpoint`): the live state as of ``seq`` (events
+``0..seq-1`` folded). Derived data: the only rows the library deletes and rewrites."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import os
 import time
 import uuid
@@ -23,12 +24,12 @@ from typing import Any, Literal, Self, TypeVar
 from sqlalchemy.engine import URL, Connection
 
 from ..core.catalog import FORMAT_VERSION, validate_event
+from ..core.checkpoint import LiveState
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.messages import Message
-from ..core.repair import interrupted_turn_closers
+from ..core.repair import closers_for, interrupted_turn_closers
 from ..core.structure import StructureChecker
-from ..core.surface import derive_messages
 from ..core.todos import TodoItem
 from ..errors import (
     CorruptSessionError,
@@ -40,16 +41,18 @@ from ..errors import (
     StoreUnavailableError,
     StructureError,
 )
-from . import leases, reads
+from . import checkpoints, leases, reads
 from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .leases import Lease, LeaseHolder
 from .migrate import prepare_schema
 from .recorder import AppendBatch, Recorder, open_recorder
-from .results import SessionSummary, StoredLog, revision_token
+from .results import CheckpointInfo, ResumedState, SessionSummary, StoredLog, revision_token
 from .translate import is_unique_violation, translate_errors
 
 __all__ = ["SessionStore", "default_url"]
+
+logger = logging.getLogger("todo_sessions.store")
 
 EventInput = SessionEvent | Mapping[str, Any]
 T = TypeVar("T")
@@ -478,16 +481,99 @@ class SessionStore:
         """The model's message history, read from surface rows only (as of ``upto_seq``)."""
         _check_upto(upto_seq)
         check_session_id(session_id)
-        events = await self._read(
+        found = await self._read(
             f"reading messages of session {session_id!r}",
-            reads.surface_events,
+            reads.surface_state,
             session_id,
             upto_seq,
         )
-        try:
-            return derive_messages(events)
-        except InvalidEventError as exc:  # stored rows that break the surface rules
-            raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+        self._skipped(session_id, found.skipped)
+        return found.state.surface.messages()
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    async def write_checkpoint(self, session_id: str, state: LiveState, *, keep: int = 4) -> bool:
+        """Store ``state`` as the session's checkpoint at ``state.next_seq`` (docs/design.md,
+        "Checkpoints"), keeping the newest ``keep``. False, and nothing written, when the
+        stored log ends before that seq. Checkpoints are derived data: never required."""
+        check_session_id(session_id)
+        self._check_writable(f"checkpoint session {session_id!r}")
+        if type(keep) is not int or keep < 1:
+            raise ValueError(f"keep must be an int >= 1, got {keep!r}")
+        if state.next_seq < 1:
+            return False
+        text = state.encode()
+        now = self._clock()
+        return await self._write_sync(
+            f"writing a checkpoint of session {session_id!r}",
+            lambda c: checkpoints.write(c, session_id, state.next_seq, text, now, keep),
+        )
+
+    async def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
+        """The session's stored checkpoints, oldest first."""
+        check_session_id(session_id)
+        found = await self._read(
+            f"reading checkpoints of session {session_id!r}", reads.checkpoint_list, session_id
+        )
+        return [CheckpointInfo(*row) for row in found]
+
+    async def checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+        """``(seq, state text)`` of each stored checkpoint, oldest first (what `verify`
+        recomputes)."""
+        check_session_id(session_id)
+        return await self._read(
+            f"reading checkpoints of session {session_id!r}", reads.checkpoint_texts, session_id
+        )
+
+    async def delete_checkpoints(self, session_id: str) -> int:
+        """Delete every checkpoint of a session; how many there were. Changes nothing but the
+        speed of `resume_state` and `derive_messages`."""
+        check_session_id(session_id)
+        self._check_writable(f"delete checkpoints of session {session_id!r}")
+        return await self._write_sync(
+            f"deleting checkpoints of session {session_id!r}",
+            lambda c: checkpoints.delete_all(c, session_id),
+        )
+
+    def _skipped(self, session_id: str, skipped: list[str]) -> None:
+        for reason in skipped:
+            logger.warning(
+                "session %r: %s; passed over (run `todo-sessions verify`)", session_id, reason
+            )
+
+    async def resume_state(self, session_id: str) -> ResumedState:
+        """The live state at the end of the stored log, read from the newest usable checkpoint
+        and the events after it, never the whole log; an interrupted last turn is closed
+        durably first, as `load` does. A checkpoint that cannot be used is passed over with a
+        warning (the result is the same, only slower)."""
+        check_session_id(session_id)
+        for _ in range(_LOAD_ATTEMPTS):
+            found = await self._read(
+                f"resuming session {session_id!r}", reads.live_state, session_id
+            )
+            self._skipped(session_id, found.skipped)
+            state, row = found.state, found.row
+            closers: list[SessionEvent] = []
+            if state.last_time is not None:
+                closers = closers_for(
+                    state.structure, last_time=state.last_time, session_id=session_id
+                )
+            revision = self._token(row["incarnation"], row["revision"])
+            if closers:
+                try:
+                    revision = await self.append(session_id, closers)
+                except SeqConflictError:
+                    continue  # another writer appended meanwhile: look again
+                state.apply_all(closers)
+            return ResumedState(
+                header_from_row(row), state, revision, tuple(closers), found.from_checkpoint
+            )
+        raise SeqConflictError(
+            session_id,
+            -1,
+            None,
+            detail=f"resume kept racing other writers ({_LOAD_ATTEMPTS} tries)",
+        )
 
     # -- crash repair ---------------------------------------------------------------------------
 

@@ -1,0 +1,272 @@
+"""Long sessions (issue #12): resume from checkpoints, memory, projections at a seq, live tail.
+
+    python bench/long_sessions_bench.py [--pg URL] [--sizes 10000,100000] [--rounds 7]
+                                        [--tail-chunks 200]
+
+The session: T turns of 1,000 streamed ``assistant/chunk`` events each (a user message, one
+step, the chunks, an assistant message citing them, a ``todo/write``, the closers), written
+through `SessionService`, which checkpoints every turn end. 100 turns are 100,600 events.
+
+For each size and backend, side by side in alternating rounds (median and p25-p75):
+
+- ``resume``: ``SessionService.resume`` (newest checkpoint + the events after it) against the
+  same call with the checkpoints deleted (the whole log folded: what resuming cost before);
+- ``derive_messages(upto_seq=N)`` at random N, with and without checkpoints;
+- memory of the resumed session: tracemalloc peak during resume and what stays allocated.
+
+Live tail (SQLite file and PostgreSQL): a writer streams ``--tail-chunks`` chunks at 20 per
+second through a service with ``flush_interval=0.1``; a follower in another process records
+when each chunk arrives. Reported: latency from the chunk's creation (its ``time``) to its
+arrival, median and p99; and the writer's cost of the timer against checkpoint-only
+flushing: wall time of appending 20,000 chunks as fast as possible, both ways.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from pg_chaos import asyncpg_dsn
+from sqlalchemy.engine import make_url
+
+from todo_sessions import SessionService, SessionStore
+
+CHUNKS = 1000
+
+
+def quartiles(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.1f}"
+    q = statistics.quantiles(values, n=4)
+    return f"{statistics.median(values):8.1f} [{q[0]:.1f}-{q[2]:.1f}]"
+
+
+def turn(session: Any, number: int, chunks: int = CHUNKS) -> None:
+    session.append("turn/start", {"turn": number})
+    user = {
+        "id": f"u{number}",
+        "role": "user",
+        "content": [{"type": "text", "text": f"step {number}: fix the failing test"}],
+        "source": {"kind": "user"},
+    }
+    session.append("user/message", user, surface_op="append")
+    session.append("step/start", {"turn": number, "step": 1})
+    first = session.next_seq
+    for i in range(chunks):
+        chunk = {"type": "text-delta", "index": 0, "text": f"token{i} "}
+        session.append("assistant/chunk", {"turn": number, "step": 1, "chunk": chunk})
+    message = {
+        "id": f"a{number}",
+        "role": "assistant",
+        "content": [{"type": "text", "text": f"answer {number}"}],
+        "source": {"kind": "model", "provider": "bench", "model": "scripted"},
+    }
+    session.append(
+        "assistant/message",
+        {"turn": number, "step": 1, "message": message},
+        surface_op="append",
+        source_event_seqs=list(range(first, session.next_seq)) or None,
+    )
+    todos = [{"content": f"task {k}", "status": "completed"} for k in range(number % 5)]
+    todos.append({"content": f"task {number}", "status": "in_progress"})
+    session.append("todo/write", {"todos": todos})
+    session.append("step/end", {"turn": number, "step": 1})
+    session.append("turn/end", {"turn": number, "reason": {"kind": "completed"}})
+
+
+async def build(url: str, session_id: str, turns: int) -> int:
+    async with SessionService(SessionStore(url), flush_interval=None) as service:
+        session = await service.new(session_id)
+        for number in range(1, turns + 1):
+            turn(session, number)
+            await service.checkpoint(session_id, "turn-end")
+        return session.next_seq
+
+
+async def resume_once(url: str, session_id: str) -> tuple[float, int, int]:
+    """Seconds, tracemalloc peak and retained bytes of one resume."""
+    async with SessionService(SessionStore(url), flush_interval=None) as service:
+        await service.store.open()
+        tracemalloc.start()
+        t = time.perf_counter()
+        session = await service.resume(session_id)
+        elapsed = time.perf_counter() - t
+        retained, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert session.next_seq > 0
+        await service.close(session_id)
+    return elapsed, peak, retained
+
+
+async def copy_without_checkpoints(url: str, source: str, target: str) -> None:
+    async with SessionStore(url) as store:
+        log = await store.fork(source, None, target)
+        assert log.header.id == target
+        await store.delete_checkpoints(target)
+
+
+async def size_rows(url: str, backend: str, turns: int, rounds: int) -> None:
+    sid = f"long-{turns}-{secrets.token_hex(3)}"
+    events = await build(url, sid, turns)
+    bare = sid + "-bare"
+    await copy_without_checkpoints(url, sid, bare)
+    resume: dict[str, list[float]] = {"checkpoints": [], "fold": []}
+    memory: dict[str, list[tuple[int, int]]] = {"checkpoints": [], "fold": []}
+    derive: dict[str, list[float]] = {"checkpoints": [], "fold": []}
+    rng = random.Random(turns)
+    async with SessionStore(url) as store:
+        for r in range(rounds):
+            order = [("checkpoints", sid), ("fold", bare)]
+            for label, session_id in order if r % 2 == 0 else order[::-1]:
+                elapsed, peak, retained = await resume_once(url, session_id)
+                resume[label].append(elapsed * 1000)
+                memory[label].append((peak, retained))
+                n = rng.randrange(events)
+                t = time.perf_counter()
+                await store.derive_messages(session_id, upto_seq=n)
+                derive[label].append((time.perf_counter() - t) * 1000)
+                if label == "fold":  # the fold copy must stay without checkpoints
+                    assert not await store.checkpoints(session_id)
+    mib = 1024 * 1024
+    for label in ("checkpoints", "fold"):
+        peak = statistics.median(p for p, _ in memory[label]) / mib
+        kept = statistics.median(k for _, k in memory[label]) / mib
+        print(
+            f"{backend:<10} {events:>9,} {label:<12} resume ms {quartiles(resume[label])}   "
+            f"derive@N ms {quartiles(derive[label])}   peak {peak:6.1f} MiB  kept {kept:5.1f} MiB"
+        )
+
+
+FOLLOWER = """
+import asyncio, json, sys, time
+from todo_sessions import SessionStore
+async def main():
+    async with SessionStore(sys.argv[1]) as store:
+        print("READY", flush=True)
+        async for e in store.follow(sys.argv[2], poll_interval=0.02):
+            if e.type == "assistant/chunk":
+                print(json.dumps([e.time, time.time() * 1000]), flush=True)
+            if e.type == "turn/end":
+                return
+asyncio.run(main())
+"""
+
+
+async def live_tail(url: str, backend: str, chunks: int) -> None:
+    sid = f"tail-{secrets.token_hex(3)}"
+    async with SessionService(SessionStore(url), flush_interval=0.1) as service:
+        session = await service.new(sid)
+        session.append("turn/start", {"turn": 1})
+        session.append("step/start", {"turn": 1, "step": 1})
+        await service.flush(sid)
+        follower = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
+            [sys.executable, "-c", FOLLOWER, url, sid], stdout=subprocess.PIPE, text=True
+        )
+        assert follower.stdout is not None
+        assert follower.stdout.readline().strip() == "READY"
+        for i in range(chunks):
+            chunk = {"type": "text-delta", "index": 0, "text": f"t{i} "}
+            session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+            await asyncio.sleep(0.05)
+        session.append("step/end", {"turn": 1, "step": 1})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        await service.flush(sid)
+        out, _ = await asyncio.to_thread(follower.communicate, timeout=120)
+    lags = sorted(arrived - made for made, arrived in (json.loads(x) for x in out.splitlines()))
+    p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+    print(
+        f"{backend:<10} follow latency, flush_interval 0.1 s: median {statistics.median(lags):.0f}"
+        f" ms, p99 {p99:.0f} ms, worst {lags[-1]:.0f} ms ({len(lags)} chunks)"
+    )
+
+
+async def writer_cost(url: str, backend: str, rounds: int, chunks: int = 20_000) -> None:
+    async def stream(interval: float | None) -> float:
+        sid = f"cost-{secrets.token_hex(3)}"
+        async with SessionService(SessionStore(url), flush_interval=interval) as service:
+            session = await service.new(sid)
+            session.append("turn/start", {"turn": 1})
+            session.append("step/start", {"turn": 1, "step": 1})
+            t = time.perf_counter()
+            for i in range(chunks):
+                chunk = {"type": "text-delta", "index": 0, "text": f"t{i} "}
+                session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+                if i % 100 == 0:
+                    await asyncio.sleep(0)  # a model stream yields to the loop
+            session.append("step/end", {"turn": 1, "step": 1})
+            session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+            await service.checkpoint(sid, "turn-end")
+            return time.perf_counter() - t
+
+    timed: dict[str, list[float]] = {"timer 0.1 s": [], "checkpoints only": []}
+    for r in range(rounds):
+        both = [("timer 0.1 s", 0.1), ("checkpoints only", None)]
+        for label, interval in both if r % 2 == 0 else both[::-1]:
+            timed[label].append(chunks / await stream(interval))
+    a = statistics.median(timed["timer 0.1 s"])
+    b = statistics.median(timed["checkpoints only"])
+    print(
+        f"{backend:<10} streaming {chunks:,} chunks: timer 0.1 s {a:,.0f} ev/s, checkpoints only "
+        f"{b:,.0f} ev/s ({a / b:.2f}x)"
+    )
+
+
+async def with_pg(server: str, work: Callable[[str], Awaitable[None]]) -> None:
+    import asyncpg
+
+    name = f"todo_sessions_bench_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(asyncpg_dsn(server))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = make_url(server).set(drivername="postgresql+asyncpg", database=name)
+        await work(url.render_as_string(hide_password=False))
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pg", default=os.environ.get("TODO_SESSIONS_PG_URL"))
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--tail-chunks", type=int, default=200)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"python {platform.python_version()}, {platform.platform()}, {os.cpu_count()} CPUs")
+    print("backend       events    from         resume / derive_messages(upto_seq=N) / memory")
+
+    async def all_rows(url: str, backend: str) -> None:
+        for size in sizes:
+            await size_rows(url, backend, max(1, size // (CHUNKS + 6)), args.rounds)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite_url = f"sqlite:///{tmp}/long.db"
+        await all_rows(sqlite_url, "sqlite")
+        if args.pg:
+            await with_pg(args.pg, lambda url: all_rows(url, "postgresql"))
+        print()
+        await live_tail(sqlite_url, "sqlite", args.tail_chunks)
+        if args.pg:
+            await with_pg(args.pg, lambda url: live_tail(url, "postgresql", args.tail_chunks))
+        await writer_cost(sqlite_url, "sqlite", max(3, args.rounds // 2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

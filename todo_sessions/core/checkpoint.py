@@ -1,0 +1,169 @@
+"""Projection checkpoints: the state a live session needs, as of one point of its log.
+
+A checkpoint at ``seq`` S holds what folding events ``0..S-1`` gives (docs/design.md,
+"Checkpoints"): the surface (its nodes' events in surface order, and the replacements applied,
+so the derived messages are rebuilt exactly as the fold builds them), the turn/step structure
+state with the open turn's tool calls (what crash repair needs), the latest todo list and
+whether it is still the standing plan, and the time of event S-1. It is derived data: the log
+stays the only truth, and folding the events from S on gives the same state as folding the
+whole log. Pure: no I/O.
+
+The text is canonical JSON with a ``format`` number. A reader that meets an unknown format or
+text that does not decode raises `CheckpointError`, and the caller falls back to the fold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import InvalidEventError
+from .catalog import validate_event
+from .envelope import SessionEvent
+from .jsonvalue import LosslessJSONError, canonical_json, decode_json
+from .structure import StructureChecker
+from .surface import SurfaceState
+from .todos import TodoItem, todos_from_payload
+
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LiveState"]
+
+CHECKPOINT_FORMAT = 1
+"""The format of checkpoint text this version writes and reads."""
+
+
+class CheckpointError(ValueError):
+    """A stored checkpoint this version cannot use (unknown format, damaged, or stale)."""
+
+
+def fingerprint(event: SessionEvent) -> str:
+    """A short digest of an event's wire text."""
+    return hashlib.blake2b(event.to_json().encode(), digest_size=12).hexdigest()
+
+
+@dataclass(slots=True)
+class LiveState:
+    """Everything a live session keeps, folded up to (not including) ``next_seq``."""
+
+    surface: SurfaceState
+    structure: StructureChecker
+    todos: list[TodoItem] | None = None
+    standing: bool = False
+    last_time: int | None = None
+    last_fingerprint: str | None = None
+    """Read from a checkpoint: the `fingerprint` of the event at ``next_seq - 1`` (until the
+    reader checks it against that row; see `matches`)."""
+    last_event: SessionEvent | None = None
+    """The event at ``next_seq - 1``: a checkpoint names it (`fingerprint`) so that a reader
+    can tell a checkpoint of another log of the same length, by reading that one row."""
+
+    @classmethod
+    def empty(cls) -> LiveState:
+        return cls(SurfaceState(), StructureChecker())
+
+    @property
+    def next_seq(self) -> int:
+        return self.structure.next_seq
+
+    def apply(self, event: SessionEvent, *, check_structure: bool = False) -> None:
+        """Fold one more event (validated; in strict mode structure-checked). Raises and
+        changes nothing when the event is refused."""
+        if event.seq != self.next_seq:
+            raise InvalidEventError(
+                f"event {event.type!r} has seq {event.seq}, expected {self.next_seq}",
+                event_type=event.type,
+                seq=event.seq,
+                field="seq",
+            )
+        validate_event(event)
+        if check_structure:
+            self.structure.check(event)
+        todos = (
+            todos_from_payload(event.data, seq=event.seq) if event.type == "todo/write" else None
+        )
+        self.surface.apply(event)  # validates first; changes nothing if it raises
+        self.structure.advance(event)
+        self.last_time = event.time
+        self.last_event = event
+        if todos is not None:
+            self.todos = todos
+            self.standing = True
+        elif event.type == "turn/start":
+            self.standing = False
+
+    def matches(self, previous: SessionEvent | None) -> bool:
+        """Whether a decoded checkpoint belongs to the log whose event at ``next_seq - 1`` is
+        ``previous``; once it does, the state continues from that event."""
+        if previous is None or self.last_fingerprint != fingerprint(previous):
+            return False
+        self.last_event = previous
+        return True
+
+    def apply_all(self, events: Iterable[SessionEvent], *, check_structure: bool = False) -> None:
+        for event in events:
+            self.apply(event, check_structure=check_structure)
+
+    # -- checkpoint text ------------------------------------------------------------------------
+
+    def encode(self) -> str:
+        """The checkpoint text of this state (canonical JSON)."""
+        return canonical_json(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "nextSeq": self.next_seq,
+                "lastTime": self.last_time,
+                "lastEvent": self.last_fingerprint
+                if self.last_event is None
+                else fingerprint(self.last_event),
+                "surface": self.surface.export(),
+                "structure": self.structure.export(),
+                "todos": None
+                if self.todos is None
+                else [t.model_dump(mode="json", by_alias=True) for t in self.todos],
+                "standing": self.standing,
+            }
+        )
+
+    @classmethod
+    def decode(cls, text: str, *, seq: int) -> LiveState:
+        """The state of a checkpoint stored at ``seq``; `CheckpointError` when it cannot be
+        used (an unknown format, text that does not decode, or a state for another seq)."""
+        try:
+            state = decode_json(text)
+        except (LosslessJSONError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint at seq {seq} is not JSON ({exc})") from None
+        if not isinstance(state, dict):
+            raise CheckpointError(f"checkpoint at seq {seq} is not a JSON object")
+        version = state.get("format")
+        if version != CHECKPOINT_FORMAT or type(version) is not int:
+            raise CheckpointError(
+                f"checkpoint at seq {seq} has format {version!r}; this version reads "
+                f"format {CHECKPOINT_FORMAT}"
+            )
+        try:
+            live = cls(
+                SurfaceState.restore(state["surface"]),
+                StructureChecker.restore(state["structure"]),
+                None
+                if state["todos"] is None
+                else todos_from_payload({"todos": state["todos"]}, seq=seq),
+                state["standing"],
+                state["lastTime"],
+            )
+            live.last_fingerprint = state["lastEvent"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint at seq {seq} is damaged: {exc}") from None
+        if live.next_seq != seq or state.get("nextSeq") != seq:
+            raise CheckpointError(f"checkpoint at seq {seq} holds the state at {live.next_seq}")
+        if type(live.standing) is not bool or not (
+            live.last_time is None or type(live.last_time) is int
+        ):
+            raise CheckpointError(f"checkpoint at seq {seq} is damaged: bad standing/lastTime")
+        return live
+
+
+def fold(events: Iterable[SessionEvent]) -> LiveState:
+    """The live state of a whole log (what a checkpoint at its end holds)."""
+    state = LiveState.empty()
+    state.apply_all(events)
+    return state
