@@ -442,3 +442,28 @@ async def test_a_follower_in_another_process_sees_chunks_while_they_stream(
     chunk_seen = [t for _, kind, t in seen if kind == "assistant/chunk"]
     # the timer flushed each chunk long before the turn's end flush point: no burst at the end
     assert all(t < ended_at for t in chunk_seen[:-1]), (chunk_seen, ended_at)
+
+
+async def test_show_lists_the_checkpoints(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from todo_sessions.cli import main as cli
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    events = turn(0) + turn(6, 2)
+    async with SessionStore(url) as store:
+        await store_log(store, "s", events)
+        await store.write_checkpoint("s", fold(events[:6]))
+    run = CliRunner().invoke
+    listed = await asyncio.to_thread(
+        run, cli, ["--db", url, "show", "s", "--checkpoints", "--json"]
+    )
+    assert listed.exit_code == 0, listed.output
+    [only] = json.loads(listed.stdout)
+    assert (only["seq"], only["formatVersion"]) == (6, 1) and only["bytes"] > 0
+    table = await asyncio.to_thread(run, cli, ["--db", url, "show", "s", "--checkpoints"])
+    assert "events after it" in table.stdout and " 6 " in table.stdout
+    async with SessionStore(url) as store:
+        await store.delete_checkpoints("s")
+    none = await asyncio.to_thread(run, cli, ["--db", url, "show", "s", "--checkpoints"])
+    assert "no checkpoints (12 events" in none.stdout
