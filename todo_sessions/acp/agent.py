@@ -124,7 +124,11 @@ class _PermissionGate(ToolRegistry):
 
 
 class TodoSessionsAgent:
-    """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins."""
+    """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins.
+
+    ``model_factory`` is called once per live session (its `AgentLoop` serves every prompt of
+    that session); ``tools_factory`` once. ``record_requests`` is passed to the loops.
+    """
 
     def __init__(
         self,
