@@ -25,7 +25,16 @@ class Counted(BaseModel):
         return self
 
 
-register_event_type("test/counted", Counted)
+@pytest.fixture(autouse=True)
+def _counted_type() -> Any:
+    """Registered for these tests only: the catalog is process-wide, and other tests pin the
+    built-in one."""
+    from todo_sessions.core import catalog
+
+    register_event_type("test/counted", Counted)
+    yield
+    catalog._REGISTRY.pop("test/counted", None)
+    catalog._CHECKS.pop("test/counted", None)
 
 
 def counted(seq: int) -> SessionEvent:

@@ -149,7 +149,11 @@ def _sqlite_says_damaged(path: Path) -> bool:
     try:
         conn = sqlite3.connect(path)
         try:
-            return conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]
+            conn.text_factory = lambda raw: raw.decode("utf-8", "replace")  # damaged text
+            try:
+                return conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]
+            except UnicodeDecodeError:  # SQLite's error text quotes the damaged bytes
+                return True
         finally:
             conn.close()
     except sqlite3.DatabaseError:

@@ -326,6 +326,22 @@ def _read_on(conn: sqlite3.Connection, op: Callable[..., T], args: tuple[Any, ..
 
 
 def _integrity_check(conn: sqlite3.Connection) -> list[str]:
+    # A damaged file's report can quote bytes that are not UTF-8: show them, never fail on them.
+    factory = conn.text_factory
+    conn.text_factory = _lenient_text
+    try:
+        return _integrity_problems(conn)
+    except UnicodeDecodeError as exc:  # SQLite's own error text quotes the damaged bytes
+        return [f"the integrity check stopped on damaged text ({exc.reason}): the file is damaged"]
+    finally:
+        conn.text_factory = factory
+
+
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _integrity_problems(conn: sqlite3.Connection) -> list[str]:
     found = [str(row[0]) for row in conn.execute("PRAGMA integrity_check").fetchall()]
     problems = [] if found == ["ok"] else found
     broken: dict[tuple[str, str], int] = {}
