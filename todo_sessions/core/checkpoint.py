@@ -119,7 +119,7 @@ class LiveState:
                 "structure": self.structure.export(),
                 "todos": None
                 if self.todos is None
-                else [t.model_dump(mode="json", by_alias=True) for t in self.todos],
+                else [{"content": t.content, "status": t.status} for t in self.todos],
                 "standing": self.standing,
             }
         )
