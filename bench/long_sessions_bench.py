@@ -36,14 +36,12 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pg_chaos import asyncpg_dsn
-from sqlalchemy.engine import make_url
+from pg_chaos import with_scratch_database
 
 from todo_sessions import SessionService, SessionStore
 
@@ -227,20 +225,6 @@ async def writer_cost(url: str, backend: str, rounds: int, chunks: int = 20_000)
     )
 
 
-async def with_pg(server: str, work: Callable[[str], Awaitable[None]]) -> None:
-    import asyncpg
-
-    name = f"todo_sessions_bench_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(asyncpg_dsn(server))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        url = make_url(server).set(drivername="postgresql+asyncpg", database=name)
-        await work(url.render_as_string(hide_password=False))
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pg", default=os.environ.get("TODO_SESSIONS_PG_URL"))
@@ -260,11 +244,13 @@ async def main() -> None:
         sqlite_url = f"sqlite:///{tmp}/long.db"
         await all_rows(sqlite_url, "sqlite")
         if args.pg:
-            await with_pg(args.pg, lambda url: all_rows(url, "postgresql"))
+            await with_scratch_database(args.pg, lambda url: all_rows(url, "postgresql"))
         print()
         await live_tail(sqlite_url, "sqlite", args.tail_chunks)
         if args.pg:
-            await with_pg(args.pg, lambda url: live_tail(url, "postgresql", args.tail_chunks))
+            await with_scratch_database(
+                args.pg, lambda url: live_tail(url, "postgresql", args.tail_chunks)
+            )
         await writer_cost(sqlite_url, "sqlite", max(3, args.rounds // 2))
 
 

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import platform
-import secrets
 import statistics
 import sys
 import tempfile
@@ -30,8 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pg_chaos import asyncpg_dsn, terminate_backends
-from sqlalchemy.engine import make_url
+from pg_chaos import terminate_backends, with_scratch_database
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore
 
@@ -89,20 +87,6 @@ async def lease_cost(url: str, rounds: int, appends: int) -> tuple[list[float], 
     return plain, leased
 
 
-async def with_database(server_url: str, work: Callable[[str], Awaitable[None]]) -> None:
-    import asyncpg
-
-    name = f"todo_sessions_bench_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(asyncpg_dsn(server_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        url = make_url(server_url).set(drivername="postgresql+asyncpg", database=name)
-        await work(url.render_as_string(hide_password=False))
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
-
-
 def print_lease_row(backend: str, plain: list[float], leased: list[float]) -> None:
     p = quartiles(plain)
     q = quartiles(leased)
@@ -135,7 +119,7 @@ async def main() -> None:
                 f", best {ms[0]:.1f} ms"
             )
 
-        await with_database(args.pg, terminated)
+        await with_scratch_database(args.pg, terminated)
 
     print(
         f"\n== lease check: single durable appends, {args.rounds} alternating rounds of "
@@ -152,7 +136,7 @@ async def main() -> None:
             plain, leased = await lease_cost(url, args.rounds, args.appends)
             print_lease_row("PostgreSQL", plain, leased)
 
-        await with_database(args.pg, leases_pg)
+        await with_scratch_database(args.pg, leases_pg)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.engine import make_url
 
 
 def asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def with_scratch_database(server_url: str, work: Callable[[str], Awaitable[None]]) -> None:
+    """Run ``work(url)`` on a new database of the server, dropped afterwards (benchmarks)."""
+    import asyncpg
+
+    name = f"todo_sessions_bench_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(asyncpg_dsn(server_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = make_url(server_url).set(drivername="postgresql+asyncpg", database=name)
+        await work(url.render_as_string(hide_password=False))
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
 
 
 async def terminate_backends(url: str) -> int:

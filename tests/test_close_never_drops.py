@@ -78,9 +78,12 @@ async def test_lock_released_before_close_timeout_stores_everything(tmp_path: Pa
         assert [e.to_json() for e in await store.read_from("s")] == [e.to_json() for e in events]
 
 
-async def test_lock_held_past_close_timeout_goes_to_a_recovery_file(tmp_path: Path) -> None:
+async def close_under_lock(
+    tmp_path: Path, close_timeout: float
+) -> tuple[str, list[SessionEvent], EventsNotStoredError]:
+    """A live session closed while another connection holds the write lock throughout."""
     url = f"sqlite:///{tmp_path}/s.db"
-    service, events = await live_session(url, close_timeout=0.3)
+    service, events = await live_session(url, close_timeout=close_timeout)
     lock = Lock(tmp_path / "s.db")
     try:
         with pytest.raises(ExceptionGroup) as info:
@@ -89,6 +92,11 @@ async def test_lock_held_past_close_timeout_goes_to_a_recovery_file(tmp_path: Pa
         lock.release()
     [error] = info.value.exceptions
     assert isinstance(error, EventsNotStoredError)
+    return url, events, error
+
+
+async def test_lock_held_past_close_timeout_goes_to_a_recovery_file(tmp_path: Path) -> None:
+    url, events, error = await close_under_lock(tmp_path, 0.3)
     assert isinstance(error.reason, StoreBusyError)
     assert (error.session_id, error.count) == ("s", 2)
     lines = (await asyncio.to_thread(Path(error.path).read_text)).splitlines()
@@ -103,21 +111,13 @@ async def test_lock_held_past_close_timeout_goes_to_a_recovery_file(tmp_path: Pa
 
 
 async def test_recover_refuses_when_the_log_moved_on(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path}/s.db"
-    service, _ = await live_session(url, close_timeout=0.1)
-    lock = Lock(tmp_path / "s.db")
-    try:
-        with pytest.raises(ExceptionGroup) as info:
-            await service.aclose()
-    finally:
-        lock.release()
-    path = info.value.exceptions[0].path  # type: ignore[attr-defined]
+    url, _, error = await close_under_lock(tmp_path, 0.1)
     async with SessionStore(url) as store:
         await store.append("s", [SessionEvent("request/context", 1, 1, {"other": True})])
         with pytest.raises(SeqConflictError, match="no longer ends where the recovery file"):
-            await recover(store, path)
+            await recover(store, error.path)
         assert await store.count("s") == 2  # nothing written
-    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--db", url, "recover", path])
+    result = await asyncio.to_thread(CliRunner().invoke, cli, ["--db", url, "recover", error.path])
     assert result.exit_code == 1
     assert "nothing was written" in result.stderr
 
