@@ -222,12 +222,17 @@ class SessionService:
         title: str | None = None,
         origin: str | None = None,
         delegation_depth: int = 0,
+        parent: str | None = None,
     ) -> Session:
-        """Start a new session (stored on its first flush), leased to this service."""
+        """Start a new session (stored on its first flush), leased to this service.
+
+        ``parent``: the session that started this one (a sub-agent's), stored as the header's
+        ``parent_session``; ``store.list(parent=...)`` finds it."""
         header = SessionHeader(
             id=session_id or uuid.uuid4().hex,
             created_at=self._clock(),
             cwd=cwd,
+            parent_session=parent,
             title=title,
             origin=origin,
             delegation_depth=delegation_depth,
@@ -254,9 +259,24 @@ class SessionService:
         """
         if session_id in self._live:
             raise SessionExistsError(session_id)
-        lease = await self._lease(session_id, steal=steal)
+        # The lease (a durable write) and the read of the state run side by side; an open
+        # turn is repaired only once the lease is held, under it.
+        leasing = asyncio.ensure_future(self._lease(session_id, steal=steal))
+        reading = asyncio.ensure_future(self.store.resume_state(session_id, repair=False))
         try:
-            found = await self.store.resume_state(session_id)
+            await asyncio.wait((leasing, reading))
+        except asyncio.CancelledError:
+            leasing.cancel()
+            reading.cancel()
+            raise
+        failed = reading.exception()  # retrieved either way
+        lease = leasing.result()  # raises SessionLeasedError and the like
+        try:
+            if failed is not None:
+                raise failed
+            found = reading.result()
+            if found.state.structure.open_turn is not None:
+                found = await self.store.resume_state(session_id, lease=lease)
         except BaseException:
             await self._give_back(lease)
             raise

@@ -9,7 +9,7 @@ PostgreSQL on the asyncpg connection. Both run the same SQLAlchemy Core statemen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -301,16 +301,19 @@ class StateRead:
     skipped: list[str]
 
 
-def _candidates(rows: Rows, session_id: str, upto: int) -> tuple[list[LiveState], list[str]]:
-    states: list[LiveState] = []
-    skipped: list[str] = []
+def _candidates(
+    rows: Rows, session_id: str, upto: int, skipped: list[str]
+) -> Iterator[LiveState | None]:
+    """The newest usable checkpoints at or below ``upto``, each decoded only when the one
+    before it was passed over, then None (fold from the start). What cannot be decoded is
+    named in ``skipped``."""
     params = {"session_id": session_id, "upto": upto, "limit": _CHECKPOINT_CANDIDATES}
     for seq, text in rows.fetch("checkpoints_at_most", params):
         try:
-            states.append(LiveState.decode(text, seq=seq))
+            yield LiveState.decode(text, seq=seq)
         except CheckpointError as exc:
             skipped.append(str(exc))
-    return states, skipped
+    yield None
 
 
 def live_state(rows: Rows, session_id: str) -> StateRead:
@@ -319,8 +322,8 @@ def live_state(rows: Rows, session_id: str) -> StateRead:
     is passed over (and named in ``skipped``); with none left, the whole log is folded."""
     row = read_session(rows, session_id)
     next_seq = row["next_seq"]
-    states, skipped = _candidates(rows, session_id, next_seq)
-    for state in [*states, None]:
+    skipped: list[str] = []
+    for state in _candidates(rows, session_id, next_seq, skipped):
         origin = None if state is None else state.next_seq
         start = 0 if state is None else state.next_seq - 1  # and the event a checkpoint names
         live = LiveState.empty() if state is None else state
@@ -360,8 +363,8 @@ def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRea
     surface rows after it (surface rows only: the partial index)."""
     row = read_session(rows, session_id)
     upto = _bound(row["next_seq"], upto_seq)
-    states, skipped = _candidates(rows, session_id, upto)
-    for state in [*states, None]:
+    skipped: list[str] = []
+    for state in _candidates(rows, session_id, upto, skipped):
         start = 0 if state is None else state.next_seq
         live = LiveState.empty() if state is None else state
         if state is not None:

@@ -541,11 +541,15 @@ class SessionStore:
                 "session %r: %s; passed over (run `todo-sessions verify`)", session_id, reason
             )
 
-    async def resume_state(self, session_id: str) -> ResumedState:
+    async def resume_state(
+        self, session_id: str, *, repair: bool = True, lease: Lease | None = None
+    ) -> ResumedState:
         """The live state at the end of the stored log, read from the newest usable checkpoint
         and the events after it, never the whole log; an interrupted last turn is closed
-        durably first, as `load` does. A checkpoint that cannot be used is passed over with a
-        warning (the result is the same, only slower)."""
+        durably first, as `load` does (``repair=False``: read only; the state then shows the
+        open turn). The closers are appended under ``lease`` when one is given. A checkpoint
+        that cannot be used is passed over with a warning (the result is the same, only
+        slower)."""
         check_session_id(session_id)
         for _ in range(_LOAD_ATTEMPTS):
             found = await self._read(
@@ -554,14 +558,14 @@ class SessionStore:
             self._skipped(session_id, found.skipped)
             state, row = found.state, found.row
             closers: list[SessionEvent] = []
-            if state.last_time is not None:
+            if repair and state.last_time is not None:
                 closers = closers_for(
                     state.structure, last_time=state.last_time, session_id=session_id
                 )
             revision = self._token(row["incarnation"], row["revision"])
             if closers:
                 try:
-                    revision = await self.append(session_id, closers)
+                    revision = await self.append(session_id, closers, lease=lease)
                 except SeqConflictError:
                     continue  # another writer appended meanwhile: look again
                 state.apply_all(closers)
