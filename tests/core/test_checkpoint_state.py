@@ -1,0 +1,226 @@
+"""Projection checkpoints, pure part: folding, the checkpoint text, and every way a stored
+checkpoint is refused (issue #17; todo_sessions/core/checkpoint.py, docs/design.md,
+"Checkpoints")."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from logs import T0, LogBuilder
+
+from todo_sessions.core.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    LiveState,
+    fingerprint,
+    fold,
+)
+from todo_sessions.core.envelope import SessionEvent
+from todo_sessions.core.structure import StructureChecker
+from todo_sessions.core.surface import SurfaceState
+from todo_sessions.errors import InvalidEventError, StructureError
+
+
+def a_log() -> LogBuilder:
+    b = LogBuilder()
+    b.exchange("hi", "c1")
+    b.todo(("write tests", "pending"))
+    b.turn_start()
+    b.user("more")
+    b.step_start()
+    b.assistant(calls=["c2"])
+    b.tool_call("c2")
+    return b
+
+
+def test_fingerprint_is_a_12_byte_blake2b_of_the_wire_text() -> None:
+    event = SessionEvent("turn/start", 0, T0, {"turn": 1})
+    expected = hashlib.blake2b(event.to_json().encode(), digest_size=12).hexdigest()
+    assert fingerprint(event) == expected and len(expected) == 24
+    assert fingerprint(event.replace(time=T0 + 1)) != expected
+
+
+def test_an_empty_state() -> None:
+    state = LiveState.empty()
+    assert state.next_seq == 0
+    assert (state.todos, state.standing, state.last_time) == (None, False, None)
+    assert (state.last_fingerprint, state.last_event) == (None, None)
+    assert state.structure.export() == StructureChecker().export()
+    assert state.surface.export() == SurfaceState().export()
+    assert not hasattr(state, "__dict__")
+    with pytest.raises(AttributeError):
+        state.colour = "red"  # type: ignore[attr-defined]
+    assert json.loads(state.encode()) == {
+        "format": 1,
+        "nextSeq": 0,
+        "lastTime": None,
+        "lastEvent": None,
+        "surface": {"nodes": [], "replacements": []},
+        "structure": StructureChecker().export(),
+        "todos": None,
+        "standing": False,
+    }
+    assert CHECKPOINT_FORMAT == 1
+
+
+def test_apply_folds_events_in_order() -> None:
+    b = a_log()
+    state = LiveState.empty()
+    for event in b.events:
+        state.apply(event)
+        assert state.next_seq == event.seq + 1
+        assert (state.last_time, state.last_event) == (event.time, event)
+    assert state.todos is not None and [t.content for t in state.todos] == ["write tests"]
+    assert state.standing is False  # a turn started after the todo/write
+    assert [c.call_id for c in state.structure.unanswered_calls()] == ["c2"]
+    assert state.encode() == fold(b.events).encode()
+
+
+def test_a_todo_write_is_the_standing_plan_until_the_next_turn() -> None:
+    b = LogBuilder()
+    b.turn_start()
+    b.todo(("a", "pending"))
+    state = fold(b.events)
+    assert state.standing is True
+    b.user("x")
+    state.apply(b.events[-1])
+    assert state.standing is True  # only a turn/start ends it
+    b.turn_end()
+    state.apply(b.events[-1])
+    assert state.standing is True
+    b.turn_start()
+    state.apply(b.events[-1])
+    assert state.standing is False
+    assert state.todos is not None and state.todos[0].content == "a"
+
+
+def test_an_event_out_of_order_is_refused() -> None:
+    state = LiveState.empty()
+    with pytest.raises(InvalidEventError) as info:
+        state.apply(SessionEvent("turn/start", 3, T0, {"turn": 1}))
+    assert str(info.value) == "event 'turn/start' has seq 3, expected 0"
+    assert (info.value.event_type, info.value.seq, info.value.field) == ("turn/start", 3, "seq")
+    assert state.next_seq == 0 and state.last_event is None
+
+
+def test_an_invalid_event_is_refused_and_changes_nothing() -> None:
+    state = LiveState.empty()
+    before = state.encode()
+    with pytest.raises(InvalidEventError) as info:
+        state.apply(SessionEvent("turn/start", 0, T0, {"turn": 0}))
+    assert info.value.field == "data.turn"
+    bad_todo = SessionEvent("todo/write", 0, T0, {"todos": [{"content": "", "status": "x"}]})
+    with pytest.raises(InvalidEventError):
+        state.apply(bad_todo)
+    assert state.encode() == before and state.last_time is None
+
+
+def test_structure_is_checked_only_in_strict_mode() -> None:
+    step = SessionEvent("step/start", 0, T0, {"turn": 1, "step": 1})
+    strict = LiveState.empty()
+    with pytest.raises(StructureError):
+        strict.apply(step, check_structure=True)
+    assert strict.next_seq == 0
+    lenient = LiveState.empty()
+    lenient.apply(step)
+    assert lenient.next_seq == 1
+    lenient_all = LiveState.empty()
+    lenient_all.apply_all([step])
+    with pytest.raises(StructureError):
+        LiveState.empty().apply_all([step], check_structure=True)
+
+
+def test_the_checkpoint_text_round_trips() -> None:
+    b = a_log()
+    state = fold(b.events)
+    text = state.encode()
+    assert text == json.dumps(
+        json.loads(text), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+    wire = json.loads(text)
+    assert wire["format"] == 1 and wire["nextSeq"] == len(b.events)
+    assert wire["lastTime"] == b.events[-1].time
+    assert wire["lastEvent"] == fingerprint(b.events[-1])
+    assert wire["todos"] == [{"content": "write tests", "status": "pending"}]
+    assert wire["standing"] is False
+    again = LiveState.decode(text, seq=len(b.events))
+    assert again.last_fingerprint == fingerprint(b.events[-1]) and again.last_event is None
+    assert again.encode() == text  # with no last event, the stored fingerprint is kept
+    assert again.matches(b.events[-1]) is True and again.last_event is b.events[-1]
+    b.step_end()
+    again.apply(b.events[-1])
+    state.apply(b.events[-1])
+    assert again.encode() == state.encode()
+
+
+def test_a_checkpoint_matches_only_its_own_log() -> None:
+    b = a_log()
+    state = LiveState.decode(fold(b.events).encode(), seq=len(b.events))
+    other = b.events[-1].replace(time=b.events[-1].time + 1)
+    assert state.matches(other) is False and state.last_event is None
+    assert state.matches(None) is False
+    assert state.matches(b.events[-1]) is True
+
+
+def test_a_standing_plan_survives_the_text() -> None:
+    b = LogBuilder()
+    b.turn_start()
+    b.todo(("a", "in_progress"), ("b", "pending"))
+    text = fold(b.events).encode()
+    state = LiveState.decode(text, seq=2)
+    assert state.standing is True and state.todos is not None
+    assert [(t.content, t.status) for t in state.todos] == [("a", "in_progress"), ("b", "pending")]
+
+
+def damaged(text: str, seq: int) -> str:
+    with pytest.raises(CheckpointError) as info:
+        LiveState.decode(text, seq=seq)
+    assert isinstance(info.value, ValueError)
+    return str(info.value)
+
+
+def good(**changes: Any) -> str:
+    b = LogBuilder()
+    b.turn_start()
+    b.todo(("a", "pending"))
+    wire = json.loads(fold(b.events).encode())
+    wire.update(changes)
+    return json.dumps(wire)
+
+
+def test_refused_checkpoints() -> None:
+    assert damaged("{", 2).startswith("checkpoint at seq 2 is not JSON (invalid JSON: ")
+    assert damaged(b"\xff".decode("latin-1"), 2).startswith("checkpoint at seq 2 is not JSON")
+    assert damaged("[1]", 2) == "checkpoint at seq 2 is not a JSON object"
+    for version in (2, 0, "1", True, None, 1.0):
+        assert damaged(good(format=version), 2) == (
+            f"checkpoint at seq 2 has format {version!r}; this version reads format 1"
+        )
+    assert damaged(good(nextSeq=3), 2) == "checkpoint at seq 2 holds the state at 2"
+    assert damaged(good(), 3) == "checkpoint at seq 3 holds the state at 2"
+    assert damaged(good(standing=1), 2) == ("checkpoint at seq 2 is damaged: bad standing/lastTime")
+    assert damaged(good(lastTime=1.5), 2) == (
+        "checkpoint at seq 2 is damaged: bad standing/lastTime"
+    )
+    assert damaged(good(lastTime="now"), 2) == (
+        "checkpoint at seq 2 is damaged: bad standing/lastTime"
+    )
+    assert LiveState.decode(good(lastTime=None), seq=2).last_time is None
+    for key in ("surface", "structure", "todos", "standing", "lastTime", "lastEvent"):
+        wire = json.loads(good())
+        del wire[key]
+        assert damaged(json.dumps(wire), 2) == f"checkpoint at seq 2 is damaged: {key!r}"
+    message = damaged(good(todos=[{"content": "", "status": "pending"}]), 2)
+    assert message.startswith("checkpoint at seq 2 is damaged: invalid todo/write (seq 2)")
+    assert damaged(good(surface=[]), 2).startswith("checkpoint at seq 2 is damaged: ")
+
+
+def test_fold_is_apply_all_from_empty() -> None:
+    b = a_log()
+    state = LiveState.empty()
+    state.apply_all(b.events)
+    assert fold(b.events).encode() == state.encode()
+    assert fold([]).encode() == LiveState.empty().encode()
