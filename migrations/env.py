@@ -1,9 +1,12 @@
 """Alembic environment for todo_sessions.
 
-Embedded use (``await todo_sessions.migrate(url)`` or a store opening a database) hands a
-connection in through ``config.attributes["connection"]``, already inside a transaction that
-holds the write lock (SQLite) or an advisory lock (PostgreSQL); this file then only runs the
-migrations on it and never starts an event loop. From the command line
+Embedded use (``await todo_sessions.migrate(url)``, a store opening a database, or
+``todo_sessions.migrate_on(connection)`` from a host application's own alembic run) hands a
+connection in through ``config.attributes["connection"]``, already inside a transaction (ours,
+holding the write lock on SQLite or an advisory lock on PostgreSQL, or the host's); this file
+then only runs the migrations on it and never starts an event loop. The caller
+(`todo_sessions.store.migrate`) saves alembic's ``context`` and ``op`` module globals around
+the run and restores them, so a host's alembic environment survives this one. From the command line
 (``alembic upgrade head`` in a checkout) the URL comes from ``TODO_SESSIONS_URL``.
 """
 

@@ -58,6 +58,7 @@ _LAZY: dict[str, str] = {
     "SessionSummary": ".store.results",
     "StoredLog": ".store.results",
     "SurfaceOp": ".core.envelope",
+    "SyncSessionService": ".sync",
     "SyncSessionStore": ".sync",
     "SurfaceReplace": ".core.envelope",
     "TextDelta": ".agent.model",
@@ -74,7 +75,11 @@ _LAZY: dict[str, str] = {
     "derive_messages": ".core.surface",
     "fold_surface": ".core.surface",
     "interrupted_turn_closers": ".core.repair",
+    "alembic_include_name": ".store.migrate",
+    "alembic_include_object": ".store.migrate",
+    "metadata": ".store.schema",
     "migrate": ".store.migrate",
+    "migrate_on": ".store.migrate",
     "recover": ".recovery",
     "register_event_type": ".core.catalog",
     "render_todos": ".core.todos",
@@ -136,13 +141,19 @@ if TYPE_CHECKING:
     from .service import SessionService
     from .session import Session
     from .store.leases import Lease, LeaseHolder
-    from .store.migrate import migrate
+    from .store.migrate import (
+        alembic_include_name,
+        alembic_include_object,
+        migrate,
+        migrate_on,
+    )
     from .store.results import (
         SessionSummary,
         StoredLog,
     )
+    from .store.schema import metadata
     from .store.store import SessionStore
-    from .sync import SyncSessionStore
+    from .sync import SyncSessionService, SyncSessionStore
     from .tools import (
         TodoWriteTool,
         ToolContext,
@@ -203,6 +214,7 @@ __all__ = [
     "StructureError",
     "SurfaceOp",
     "SurfaceReplace",
+    "SyncSessionService",
     "SyncSessionStore",
     "TextDelta",
     "TodoItem",
@@ -215,12 +227,16 @@ __all__ = [
     "TurnOutcome",
     "UserMessage",
     "__version__",
+    "alembic_include_name",
+    "alembic_include_object",
     "check_structure",
     "current_todos",
     "derive_messages",
     "fold_surface",
     "interrupted_turn_closers",
+    "metadata",
     "migrate",
+    "migrate_on",
     "recover",
     "register_event_type",
     "render_todos",

@@ -1,4 +1,4 @@
-"""A blocking API for code without an event loop: `SyncSessionStore`.
+"""A blocking API for code without an event loop: `SyncSessionStore`, `SyncSessionService`.
 
 It is a thin layer over `SessionStore`, never a second implementation: the store lives on a
 private event loop in a thread of its own, and each method hands the async method to that
@@ -19,24 +19,42 @@ PostgreSQL pool's connections always belong to the loop that made them (calling
 
 Every method has the signature and errors of its async namesake. Iterators (`stream`,
 `follow`) fetch events in batches, so iterating costs about one thread hop per batch.
+
+`SyncSessionService` is `SessionService` the same way, on the loop thread of its store::
+
+    with SyncSessionService("sqlite:///sessions.db") as service:
+        session = service.new(cwd="/repo")
+        session.append("turn/start", {"turn": 1})
+        service.flush(session.id)
+
+The `Session` objects it hands out are the service's live sessions: their methods run in the
+calling thread, in memory. Append to one session from one thread at a time; the service's own
+work on it (flushes, checkpoints, its ``flush_interval`` timer) runs on the loop thread and
+only reads the events already appended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from types import TracebackType
-from typing import Any, Literal, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+
+from sqlalchemy.engine import URL
 
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .core.messages import Message
 from .core.todos import TodoItem
+from .service import SessionService
+from .session import Session
 from .store.results import SessionSummary, StoredLog
 from .store.store import SessionStore
 
-__all__ = ["SyncSessionStore"]
+__all__ = ["SyncSessionService", "SyncSessionStore"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -234,3 +252,129 @@ class SyncSessionStore:
 
 async def _make_store(url: Any, options: dict[str, Any]) -> SessionStore:
     return SessionStore(url, **options)  # made on the loop it will live on
+
+
+async def _make_service(store: SessionStore, options: dict[str, Any]) -> SessionService:
+    return SessionService(store, **options)  # made on the loop it will live on
+
+
+async def _now(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    return fn(*args, **kwargs)
+
+
+def _blocking(
+    method: Callable[Concatenate[SessionService, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[SyncSessionService, P], T]:
+    """A `SessionService` coroutine method as a blocking `SyncSessionService` method (same
+    signature, docs and errors), run on the service's loop."""
+
+    @functools.wraps(method)
+    def call(self: SyncSessionService, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._thread.call(method(self._service, *args, **kwargs))
+
+    return call
+
+
+class SyncSessionService:
+    """`SessionService` for blocking code, on the private loop thread of a `SyncSessionStore`.
+
+    ``SyncSessionService(store, **options)``: ``store`` is a `SyncSessionStore` (its loop and
+    store are used, and closing the service closes it, as `SessionService.aclose` closes its
+    store) or a URL (None: the default database) for a new one with default store options;
+    ``options`` are `SessionService`'s (``strict``, ``leases``, ``flush_interval`` ...).
+
+    The methods are `SessionService`'s, blocking: `new`, `resume`, `fork`, `get`, `flush`,
+    `checkpoint`, `close` (one session; without an id the whole service, like
+    `SessionService.aclose`), `discard`, `live_ids`, `pending`, plus `follow` (a blocking
+    iterator, as `SyncSessionStore.follow`). See the module docstring about threads.
+    """
+
+    def __init__(
+        self,
+        store: SyncSessionStore | str | URL | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> None:
+        made = not isinstance(store, SyncSessionStore)
+        self._store = SyncSessionStore(store) if not isinstance(store, SyncSessionStore) else store
+        self._thread = self._store._thread
+        try:
+            self._service = self._thread.call(_make_service(self._store.store, options))
+        except BaseException:
+            if made:
+                self._store.close()
+            raise
+
+    @property
+    def service(self) -> SessionService:
+        """The async service underneath (use it only on the store's own loop)."""
+        return self._service
+
+    @property
+    def store(self) -> SyncSessionStore:
+        """The blocking store the service writes to (the same loop thread)."""
+        return self._store
+
+    @property
+    def last_flush_error(self) -> BaseException | None:
+        return self._service.last_flush_error
+
+    new = _blocking(SessionService.new)
+    resume = _blocking(SessionService.resume)
+    fork = _blocking(SessionService.fork)
+    flush = _blocking(SessionService.flush)
+    checkpoint = _blocking(SessionService.checkpoint)
+    discard = _blocking(SessionService.discard)
+
+    def get(self, session_id: str) -> Session:
+        """The live session ``session_id`` (`SessionNotFoundError` if it is not live here)."""
+        return self._thread.call(_now(self._service.get, session_id))
+
+    def live_ids(self) -> list[str]:
+        return self._thread.call(_now(self._service.live_ids))
+
+    def pending(self, session_id: str) -> int:
+        """How many events of a live session are not stored yet."""
+        return self._thread.call(_now(self._service.pending, session_id))
+
+    def checkpoint_for(self, session_id: str) -> Callable[[str], None]:
+        """A blocking checkpoint callback for one live session."""
+        return functools.partial(self.checkpoint, session_id)
+
+    def follow(
+        self,
+        session_id: str,
+        from_seq: int = 0,
+        *,
+        poll_interval: float = 0.05,
+        page_size: int | None = None,
+    ) -> Iterator[SessionEvent]:
+        """The stored events of ``session_id`` from ``from_seq``, then each new one as it is
+        stored (by this service's flushes or any other writer); see `SessionStore.follow`."""
+        return self._store.follow(
+            session_id, from_seq, poll_interval=poll_interval, page_size=page_size
+        )
+
+    def close(self, session_id: str | None = None) -> None:
+        """With a ``session_id``: flush that live session and stop owning it
+        (`SessionService.close`). Without: store every live session, close the store and stop
+        the loop thread (`SessionService.aclose`, with its errors). Idempotent."""
+        if session_id is not None:
+            self._thread.call(self._service.close(session_id))
+            return
+        if self._thread.loop.is_closed():
+            return
+        try:
+            self._thread.call(self._service.aclose())
+        finally:
+            self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -170,11 +170,18 @@ class SessionStore:
         return self._store_id
 
     async def open(self) -> Self:
-        """Connect, check (and by default migrate) the schema. Idempotent."""
+        """Connect, check (and by default migrate) the schema. Idempotent.
+
+        On PostgreSQL the store belongs to the event loop that opened it (its connections do):
+        using it from another loop raises `StoreError`. SQLite stores work from any loop."""
+        if self._recorder is not None:
+            self._check_loop()
+            return self
         async with self._open_lock:
             if self._closed:
                 raise RuntimeError("this SessionStore is closed")
             if self._recorder is not None:
+                self._check_loop()
                 return self
             recorder = open_recorder(
                 self._target, sqlite=self._sqlite, pool_size=self._pool_size, listen=self._listen
@@ -189,6 +196,7 @@ class SessionStore:
                 await recorder.close()
                 raise
             self._store_id = store_id
+            self._loop: asyncio.AbstractEventLoop = asyncio.get_running_loop()
             self._recorder = recorder
             return self
 
@@ -218,7 +226,19 @@ class SessionStore:
             recorder = self._recorder
             if recorder is None:  # closed while opening
                 raise RuntimeError("this SessionStore is closed")
+        else:
+            self._check_loop()
         return recorder
+
+    def _check_loop(self) -> None:
+        """A PostgreSQL pool's connections belong to the loop that made them: refuse another
+        loop with a clear error rather than the driver's RuntimeError deep inside a query."""
+        if self._target.dialect == "postgresql" and asyncio.get_running_loop() is not self._loop:
+            raise StoreError(
+                f"this SessionStore ({self.url}) was opened on another event loop; its "
+                "PostgreSQL connections belong to that loop. Use one store per event loop, or "
+                "todo_sessions.sync (SyncSessionStore, SyncSessionService) from code without one"
+            )
 
     def _check_writable(self, what: str) -> None:
         if self.read_only:
