@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from todo_sessions.core.structure import StructureChecker
 
 
@@ -17,3 +19,19 @@ def test_a_fresh_checker_exports_the_empty_state() -> None:
         "calls": [],
     }
     assert StructureChecker.restore(state).export() == state
+
+
+def test_restore_takes_exact_types_only() -> None:
+    state = StructureChecker().export()
+    for key, bad in [
+        ("nextSeq", None),
+        ("nextSeq", True),
+        ("lastTurn", None),
+        ("lastStep", None),
+        ("lastStep", 1.0),
+        ("openTurn", "1"),
+    ]:
+        with pytest.raises(ValueError):
+            StructureChecker.restore({**state, key: bad})
+    restored = StructureChecker.restore({**state, "openTurn": 2, "openStep": None})
+    assert (restored.open_turn, restored.open_step) == (2, None)
