@@ -16,6 +16,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
@@ -331,3 +332,43 @@ def test_include_hooks_judge_tables_by_name_and_schema() -> None:
     assert name_hook("host_things", "table", {"schema_name": None})
     assert name_hook("sessions", "table", {"schema_name": "host"})
     assert name_hook("host", "schema", {})
+
+
+def test_a_running_host_environment_survives_a_nested_migrate_on(tmp_path: Path) -> None:
+    """In process: the host's EnvironmentContext and Operations stay installed, the same
+    objects, while and after we migrate on its connection."""
+    from alembic import context as alembic_context
+    from alembic import op as alembic_op
+    from alembic.config import Config
+    from alembic.operations import Operations
+    from alembic.runtime.environment import EnvironmentContext
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    root = make_host_project(tmp_path / "host")
+    config = Config(str(root / "alembic.ini"))
+    script = ScriptDirectory.from_config(config)
+    engine = create_engine(f"sqlite:///{tmp_path}/nested.db")
+    try:
+        with engine.connect() as conn, EnvironmentContext(config, script) as host_env:
+            host_env.configure(connection=conn)
+            host_ops = Operations(MigrationContext.configure(conn))
+            with Operations.context(host_ops.migration_context) as installed:
+                migrate_on(conn)
+                assert alembic_context.config is config
+                assert alembic_context.script is script
+                assert alembic_context._proxy is host_env  # type: ignore[attr-defined]
+                assert alembic_op._proxy is installed  # type: ignore[attr-defined]
+                alembic_op.create_table("host_things", sa_column("id"))
+            conn.commit()
+        assert alembic_context._proxy is None  # type: ignore[attr-defined]
+        with engine.connect() as conn:
+            assert set(inspect(conn).get_table_names()) >= OUR_TABLES | {"host_things"}
+    finally:
+        engine.dispose()
+
+
+def sa_column(name: str) -> Any:
+    from sqlalchemy import Column, Integer
+
+    return Column(name, Integer, primary_key=True)
