@@ -36,6 +36,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from .core.messages import Message, messages_adapter
+from .core.meta import tag_problem
 from .core.todos import TodoItem
 from .core.verify import Problem
 from .errors import (
@@ -248,6 +249,39 @@ class _AtLeast(click.ParamType):
 SEQ = _AtLeast(0, "a seq >= 0", "SEQ")
 COUNT = _AtLeast(1, "a number >= 1", "N")
 
+_AGO = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+class _Moment(click.ParamType):
+    """A moment as epoch ms: an ISO 8601 date or date and time (local time unless it has an
+    offset or Z), or a duration ago (``30m``, ``2h``, ``7d``, ``1w``)."""
+
+    name = "WHEN"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        ago = _AGO.match(text)
+        if ago is not None:
+            return wall_clock_ms() - int(ago.group(1)) * _UNIT_MS[ago.group(2)]
+        try:
+            moment = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            name = param.opts[0] if param is not None and param.opts else "value"
+            raise UsageError(
+                f"{name} must be a date or time (2026-12-01, 2026-12-01T09:30, with an "
+                f"optional offset) or a duration ago (30m, 2h, 7d, 1w), got {value!r}",
+                ctx,
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # local time
+        return int(moment.timestamp() * 1000)
+
+
+MOMENT = _Moment()
+
 
 LIST_LIMIT = 50
 
@@ -434,6 +468,10 @@ def _summary_json(s: SessionSummary) -> dict[str, Any]:
         "title": s.title,
         "events": s.next_seq,
         "revision": s.revision,
+        "parent": s.parent,
+        "tags": list(s.tags),
+        "metadata": dict(s.metadata),
+        "openTodos": s.open_todos,
     }
 
 
@@ -442,16 +480,56 @@ def _summary_json(s: SessionSummary) -> dict[str, Any]:
     "--limit", type=COUNT, default=LIST_LIMIT, show_default=True, help="Sessions per page."
 )
 @click.option("--before", "before_id", help="Show the page after this session id.")
+@click.option("--cwd", metavar="PATH", help="Only sessions started in this directory.")
+@click.option("--tag", metavar="TAG", help="Only sessions with this tag.")
+@click.option(
+    "--since",
+    type=MOMENT,
+    help="Only sessions active at or after WHEN: 2026-12-01, 2026-12-01T09:30 (local time "
+    "unless an offset is given), or a duration ago: 30m, 2h, 7d, 1w.",
+)
+@click.option("--until", type=MOMENT, help="Only sessions last active before WHEN (as --since).")
+@click.option("--parent", metavar="ID", help="Only forks and sub-agent sessions of session ID.")
+@click.option(
+    "--open-todos/--no-open-todos",
+    "open_todos",
+    default=None,
+    help="Only sessions whose current todo list has an item pending or in progress "
+    "(--no-open-todos: only those without).",
+)
+@click.option("--text", metavar="TEXT", help="Only sessions whose title contains TEXT (any case).")
 @json_option
 @pass_ctx
-def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> None:
-    """List sessions, newest activity first (with event and turn counts)."""
+def list_cmd(
+    ctx: Context,
+    limit: int,
+    before_id: str | None,
+    cwd: str | None,
+    tag: str | None,
+    since: int | None,
+    until: int | None,
+    parent: str | None,
+    open_todos: bool | None,
+    text: str | None,
+    as_json: bool,
+) -> None:
+    """List sessions, newest activity first (with event and turn counts), filtered by
+    directory, tag, activity time, parent, open todos or title."""
+    filters: dict[str, Any] = {
+        "cwd": cwd,
+        "tag": tag,
+        "since": since,
+        "until": until,
+        "parent": parent,
+        "has_open_todos": open_todos,
+        "text": text,
+    }
 
     async def work(
         store: SessionStore,
     ) -> tuple[list[tuple[SessionSummary, int | None]], dict[str, LeaseHolder]]:
         before = await store.summary(before_id) if before_id is not None else None
-        page = await store.list(limit=limit, before=before)
+        page = await store.list(limit=limit, before=before, **filters)
         holders = await store.lease_holders(s.id for s in page)
         now = wall_clock_ms()
         live = {sid: h for sid, h in holders.items() if h.live(now)}
@@ -469,15 +547,20 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
     if not rows:
         ctx.out.print("no sessions")
         return
+    tagged = any(s.tags for s, _ in rows)
     table = Table()
     table.add_column("id", no_wrap=True, overflow="fold", min_width=max(len(s.id) for s, _ in rows))
     for name in ("events", "turns", "last activity"):
         table.add_column(name, no_wrap=True)
     table.add_column("title", overflow="fold")
+    if tagged:
+        table.add_column("tags", overflow="fold")
     if leases:
         table.add_column("live lease", overflow="fold")
     for s, turns in rows:
         cells = [safe(s.id), str(s.next_seq), str(turns), _when(s.updated_at), safe(s.title or "")]
+        if tagged:
+            cells.append(safe(", ".join(s.tags)))
         if leases:
             holder = leases.get(s.id)
             cells.append(safe(holder.describe()) if holder is not None else "")
@@ -485,8 +568,86 @@ def list_cmd(ctx: Context, limit: int, before_id: str | None, as_json: bool) -> 
     ctx.out.print(table)
     if len(rows) == limit:
         more = ["--limit", str(limit)] if limit != LIST_LIMIT else []
+        for option, value in (("--cwd", cwd), ("--tag", tag), ("--parent", parent)):
+            if value is not None:
+                more += [option, value]
+        for option, ms in (("--since", since), ("--until", until)):
+            if ms is not None:  # the moment it meant, so the next page has the same bounds
+                more += [option, _iso(ms)]
+        if open_todos is not None:
+            more.append("--open-todos" if open_todos else "--no-open-todos")
+        if text is not None:
+            more += ["--text", text]
         hint = ctx.hint("list", *more, "--before", rows[-1][0].id)
         ctx.out.print(f"next page: {safe(hint)}", style="dim")
+
+
+def _iso(ms: int) -> str:
+    """Epoch ms as ISO 8601 with its offset, exactly (what --since/--until read back)."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).astimezone()
+    return moment.isoformat(timespec="milliseconds")
+
+
+async def _not_live_elsewhere(store: SessionStore, session_id: str) -> None:
+    """Refuse to append to a session that a live service owns: its next flush would meet a
+    seq conflict. (Checks that the session exists first.)"""
+    await store.summary(session_id)
+    holder = (await store.lease_holders([session_id])).get(session_id)
+    if holder is not None and holder.live(wall_clock_ms()):
+        raise TodoSessionsError(
+            f"session {session_id} is live, leased by {holder.describe()}; change it "
+            "through its owner, or once it is closed"
+        )
+
+
+@main.command("tag")
+@click.argument("session_id")
+@click.argument("tags", nargs=-1, required=True)
+@click.option("--remove", is_flag=True, help="Remove the tags instead of adding them.")
+@pass_ctx
+def tag_cmd(ctx: Context, session_id: str, tags: tuple[str, ...], remove: bool) -> None:
+    """Add tags to a session (or remove them with --remove): appends a session/meta event
+    with its new tags. Adding a tag it has, or removing one it has not, changes nothing."""
+    for tag in tags:
+        problem = tag_problem(tag)
+        if problem is not None:
+            raise UsageError(f"invalid tag {tag!r}: it {problem}")
+
+    async def work(store: SessionStore) -> tuple[SessionSummary, SessionSummary]:
+        await _not_live_elsewhere(store, session_id)
+        before = await store.summary(session_id)
+        if remove:
+            return before, await store.update_meta(session_id, remove_tags=tags)
+        return before, await store.update_meta(session_id, add_tags=tags)
+
+    before, after = ctx.run(work)
+    shown = ", ".join(after.tags) if after.tags else "(none)"
+    if after.revision == before.revision:
+        ctx.note(f"nothing to change: session {session_id} has tags {shown}")
+        return
+    ctx.out.print(f"tags of {safe(session_id)}: {safe(shown)}")
+
+
+@main.command("retitle")
+@click.argument("session_id")
+@click.argument("title")
+@pass_ctx
+def retitle_cmd(ctx: Context, session_id: str, title: str) -> None:
+    """Set a session's title: appends a session/meta event. An empty TITLE clears it."""
+
+    async def work(store: SessionStore) -> tuple[SessionSummary, SessionSummary]:
+        await _not_live_elsewhere(store, session_id)
+        before = await store.summary(session_id)
+        return before, await store.update_meta(session_id, title=title or None)
+
+    before, after = ctx.run(work)
+    if after.revision == before.revision:
+        ctx.note(f"nothing to change: session {session_id} already has that title")
+        return
+    if after.title is None:
+        ctx.out.print(f"cleared the title of {safe(session_id)}")
+    else:
+        ctx.out.print(f"title of {safe(session_id)}: {safe(after.title)}")
 
 
 @main.command("show")

@@ -29,6 +29,7 @@ from .messages import (
     UserMessage,
     WireModel,
 )
+from .meta import meta_problem
 from .todos import TodoItem, todo_list_problem
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "EventType",
     "RequestRecordData",
     "SessionEndSeedData",
+    "SessionMetaData",
     "StepData",
     "TodoWriteData",
     "ToolCallData",
@@ -156,6 +158,15 @@ class SessionEndSeedData(WireModel):
     """``session/end-seed``: marks where an inherited (forked) prefix ends."""
 
 
+class SessionMetaData(WireModel):
+    """``session/meta``: sets the session's title, tags or metadata object; each key present
+    replaces that field (docs/format.md, "Session metadata"). Further rules: `meta_problem`."""
+
+    title: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class EventType:
     """A registered event type: its name, payload model, and whether it may carry a surface op."""
@@ -207,6 +218,7 @@ for _name, _model, _surface in (
     ("request/header", RequestRecordData, False),
     ("request/context", RequestRecordData, False),
     ("session/end-seed", SessionEndSeedData, False),
+    ("session/meta", SessionMetaData, False),
 ):
     register_event_type(_name, _model, surface=_surface)
 
@@ -300,5 +312,14 @@ def validate_event(event: SessionEvent) -> None:
                 event_type=event.type,
                 seq=event.seq,
                 field="data.todos",
+            )
+    elif event.type == "session/meta":
+        found = meta_problem(event._data)
+        if found:
+            raise InvalidEventError(
+                f"invalid {_where(event)}: {found[0]}: {found[1]}",
+                event_type=event.type,
+                seq=event.seq,
+                field=found[0],
             )
     _mark_checked(event, entry)

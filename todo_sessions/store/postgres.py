@@ -280,6 +280,13 @@ async def _append(driver: Any, batch: AppendBatch) -> AppendOutcome:
         await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)
         await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
+        projection = batch.projection
+        if projection is not None:  # the batch has session/meta or todo/write events
+            await driver.execute(_SQL.projection.sql, *_SQL.projection.args(projection.params))
+            if projection.tags is not None:
+                await driver.execute(_SQL.delete_tags.sql, session_id)
+                tags = [(session_id, t) for t in projection.tags]
+                await driver.executemany(_SQL.insert_tag.sql, tags)
     return incarnation, revision + 1, next_seq + len(rows)
 
 

@@ -21,13 +21,19 @@ from ..core.jsonvalue import decode_json
 from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .codec import check_format_version, rows_to_events
-from .queries import compile_positional, select_store_id, select_summaries
+from .queries import (
+    SUMMARY_COLUMNS,
+    compile_positional,
+    select_store_id,
+    select_summaries,
+)
 from .recorder import AppendBatch, AppendOutcome, check_batch_start
 from .schema import session_checkpoints, session_events, sessions
 
 __all__ = [
     "STATEMENTS",
     "CompiledRead",
+    "ListFilters",
     "Rows",
     "append_outcome",
     "checkpoint_list",
@@ -37,14 +43,17 @@ __all__ = [
     "find_session",
     "latest_todos",
     "list_sessions",
+    "list_statement",
     "live_state",
     "read_events",
     "read_session",
     "read_store_id",
+    "read_summary",
     "seqs_past_end",
     "session_ids",
     "surface_events",
     "surface_state",
+    "usage_payloads",
 ]
 
 ev = session_events.c
@@ -107,6 +116,10 @@ STATEMENTS: dict[str, Any] = {
     .where(ev.session_id == _SID, ev.type == bindparam("type")),
     "summaries": select_summaries(before=False),
     "summaries_before": select_summaries(before=True),
+    "summary": select(*(se[name] for name in SUMMARY_COLUMNS)).where(se.id == _SID),
+    "all_of_type": select(ev.seq, ev.data)
+    .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
+    .order_by(ev.seq),
     "store_id": select_store_id,
     "ids_of_sessions": select(se.id)
     .where(se.id > bindparam("after"))
@@ -139,15 +152,44 @@ class CompiledRead:
         return tuple(values[name] for name in self.names)
 
 
+def _compile_read(statement: Any, dialect: Any) -> CompiledRead:
+    sql, names = compile_positional(statement, dialect)
+    params = statement.compile(dialect=dialect).params
+    defaults = {k: v for k, v in params.items() if v is not None}
+    return CompiledRead(sql, names, defaults)
+
+
+_LIST_PREFIX = "list:"
+
+
+def list_statement(filters: frozenset[str]) -> str:
+    """The name of the `list` page statement for a set of `LIST_FILTERS`."""
+    return _LIST_PREFIX + ",".join(sorted(filters))
+
+
+class CompiledReads(dict[str, CompiledRead]):
+    """`STATEMENTS` compiled for one driver, and the `list` page of each combination of
+    filters (`list_statement`) compiled the first time it is asked for: at most one per
+    subset of `LIST_FILTERS`, so this never grows with what callers pass."""
+
+    def __init__(self, dialect: Any) -> None:
+        super().__init__(
+            (name, _compile_read(statement, dialect)) for name, statement in STATEMENTS.items()
+        )
+        self._dialect = dialect
+
+    def __missing__(self, name: str) -> CompiledRead:
+        if not name.startswith(_LIST_PREFIX):
+            raise KeyError(name)
+        filters = frozenset(f for f in name[len(_LIST_PREFIX) :].split(",") if f)
+        compiled = _compile_read(select_summaries(filters=filters), self._dialect)
+        self[name] = compiled  # a race compiles it twice, harmlessly
+        return compiled
+
+
 def compile_reads(dialect: Any) -> dict[str, CompiledRead]:
     """`STATEMENTS` compiled once for a driver (each backend module does this at import)."""
-    compiled = {}
-    for name, statement in STATEMENTS.items():
-        sql, names = compile_positional(statement, dialect)
-        params = statement.compile(dialect=dialect).params
-        defaults = {k: v for k, v in params.items() if v is not None}
-        compiled[name] = CompiledRead(sql, names, defaults)
-    return compiled
+    return CompiledReads(dialect)
 
 
 class Rows(Protocol):
@@ -185,26 +227,79 @@ def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> d
     return row
 
 
-SUMMARY_COLUMNS = (
-    "id",
-    "created_at",
-    "updated_at",
-    "cwd",
-    "title",
-    "next_seq",
-    "incarnation",
-    "revision",
-)
+@dataclass(frozen=True, slots=True)
+class ListFilters:
+    """The conditions of a `list` page (None: not filtered on). See `SessionStore.list`."""
+
+    cwd: str | None = None
+    tag: str | None = None
+    since: int | None = None
+    until: int | None = None
+    parent: str | None = None
+    has_open_todos: bool | None = None
+    text: str | None = None
 
 
-def list_sessions(rows: Rows, limit: int, before: tuple[int, str] | None) -> list[dict[str, Any]]:
-    """One page of ``sessions`` rows, newest activity first, after ``(updated_at, id)``."""
-    if before is None:
-        found = rows.fetch("summaries", {"limit": limit})
+def _like_pattern(text: str) -> str:
+    """``%text%`` for ``LIKE ... ESCAPE '\\'`` on the casefolded title."""
+    escaped = text.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def list_sessions(
+    rows: Rows, limit: int, before: tuple[int, str] | None, filters: ListFilters | None = None
+) -> list[dict[str, Any]]:
+    """One page of ``sessions`` rows, newest activity first, after ``(updated_at, id)``,
+    matching every condition of ``filters``."""
+    params: dict[str, Any] = {"limit": limit}
+    used: set[str] = set()
+    if before is not None:
+        used.add("before")
+        params["b_updated_at"], params["b_id"] = before
+    if filters is not None:
+        for name, value in (
+            ("cwd", filters.cwd),
+            ("tag", filters.tag),
+            ("since", filters.since),
+            ("until", filters.until),
+            ("parent", filters.parent),
+        ):
+            if value is not None:
+                used.add(name)
+                params[f"f_{name}"] = value
+        if filters.has_open_todos is not None:
+            used.add("open" if filters.has_open_todos else "closed")
+        if filters.text is not None:
+            used.add("text")
+            params["f_text"] = _like_pattern(filters.text)
+    if used <= {"before"}:  # the two statements compiled at import
+        name = "summaries_before" if used else "summaries"
     else:
-        params = {"limit": limit, "b_updated_at": before[0], "b_id": before[1]}
-        found = rows.fetch("summaries_before", params)
+        name = list_statement(frozenset(used))
+    found = rows.fetch(name, params)
     return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in found]
+
+
+def read_summary(rows: Rows, session_id: str) -> dict[str, Any]:
+    """The `SessionSummary` columns of one session; unknown id → `SessionNotFoundError`."""
+    found = rows.fetch("summary", {"session_id": session_id})
+    if not found:
+        raise SessionNotFoundError(session_id)
+    return dict(zip(SUMMARY_COLUMNS, found[0], strict=True))
+
+
+def usage_payloads(rows: Rows, session_id: str) -> list[tuple[int, Any]]:
+    """``(seq, decoded data)`` of each ``assistant/message`` (through the type index)."""
+    row = read_session(rows, session_id)
+    params = {"session_id": session_id, "type": "assistant/message", "upto": row["next_seq"]}
+    found = rows.fetch("all_of_type", params)
+    out = []
+    for seq, text in found:
+        try:
+            out.append((seq, decode_json(text, strict=False)))
+        except ValueError as exc:
+            raise CorruptSessionError(session_id, seq, f"stored assistant/message: {exc}") from None
+    return out
 
 
 def session_ids(rows: Rows, table: str, after: str, limit: int) -> list[str]:
@@ -438,6 +533,7 @@ WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(
         find_session,
         read_session,
         list_sessions,
+        read_summary,
         read_store_id,
         latest_todos,
         count_of_type,

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.checkpoint import LiveState
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 
-__all__ = ["CheckpointInfo", "ResumedState", "SessionSummary", "StoredLog", "revision_token"]
+__all__ = [
+    "CheckpointInfo",
+    "ResumedState",
+    "SessionSummary",
+    "SessionUsage",
+    "StoredLog",
+    "revision_token",
+]
 
 
 def revision_token(store_id: str, incarnation: str, revision: int) -> str:
@@ -32,7 +41,14 @@ class StoredLog:
 
 @dataclass(frozen=True, slots=True)
 class SessionSummary:
-    """One entry of `SessionStore.list`. Pass it as ``before=`` to get the next page."""
+    """One entry of `SessionStore.list`. Pass it as ``before=`` to get the next page.
+
+    ``title`` is the current title (the header's until a ``session/meta`` sets another);
+    ``tags`` and ``metadata`` are the last set by ``session/meta`` (empty: never set);
+    ``parent`` is the header's ``parent_session`` (the source of a fork, or the session that
+    started a sub-agent); ``open_todos``: the latest ``todo/write`` has an item pending or in
+    progress.
+    """
 
     id: str
     created_at: int
@@ -41,6 +57,23 @@ class SessionSummary:
     title: str | None
     next_seq: int
     revision: str
+    parent: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    open_todos: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUsage:
+    """`SessionStore.usage`: the ``usage`` objects of a session's ``assistant/message`` events
+    added up, in all (``total``) and per turn (``turns``, by turn number). Each numeric field
+    is summed under its key; nested objects as ``outer.inner`` (e.g.
+    ``prompt_tokens_details.cached_tokens``). ``messages`` counts the messages that carried a
+    usage object."""
+
+    total: Mapping[str, int | float]
+    turns: Mapping[int, Mapping[str, int | float]]
+    messages: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ __all__ = [
     "session_checkpoints",
     "session_events",
     "session_leases",
+    "session_tags",
     "sessions",
     "store_state",
 ]
@@ -68,12 +69,29 @@ sessions = Table(
     Column("revision", BigInteger, nullable=False),
     Column("next_seq", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+    # projected from the log at each append (`core.meta`): list() filters on them
+    Column("title_folded", Text, nullable=True),
+    Column("tags", Text, nullable=True),
+    Column("metadata", Text, nullable=True),
+    Column("open_todos", Boolean(create_constraint=False), nullable=False, server_default=false()),
     PrimaryKeyConstraint("id"),
     CheckConstraint("next_seq >= 0", name="next_seq_non_negative"),
     CheckConstraint("revision >= 0", name="revision_non_negative"),
     # keyset pagination of list(): newest activity first
     Index(None, "updated_at", "id"),
+    # list(cwd=...), list(parent=...): columns no append changes, so no append updates them
+    Index(None, "cwd"),
+    Index(
+        "ix_sessions_parent_session",
+        "parent_session",
+        sqlite_where=text("parent_session IS NOT NULL"),
+        postgresql_where=text("parent_session IS NOT NULL"),
+    ),
 )
+"""``title`` is the current title: the header's, until a ``session/meta`` event sets another.
+``title_folded`` is its `str.casefold` (the ``text`` filter); ``tags`` (a JSON list) and
+``metadata`` (a JSON object) are NULL when empty; ``open_todos``: the latest ``todo/write``
+holds an item pending or in progress."""
 
 session_events = Table(
     "session_events",
@@ -130,6 +148,21 @@ session_leases = Table(
 )
 """Who owns a session live (`SessionService` leases). ``epoch`` grows with every new holder;
 an append made under a lease checks owner and epoch inside its own transaction (fencing)."""
+
+session_tags = Table(
+    "session_tags",
+    metadata,
+    Column(
+        "session_id",
+        String(200),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("tag", String(200), nullable=False),
+    PrimaryKeyConstraint("session_id", "tag"),
+    Index(None, "tag", "session_id"),
+)
+"""One row per tag of a session (the same tags as ``sessions.tags``): list(tag=...)."""
 
 session_checkpoints = Table(
     "session_checkpoints",

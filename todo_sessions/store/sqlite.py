@@ -310,6 +310,12 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch) -> AppendOutcome:
     conn.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
     conn.execute(_SQL.update.sql, _SQL.update.args(params))
+    projection = batch.projection
+    if projection is not None:  # the batch has session/meta or todo/write events
+        conn.execute(_SQL.projection.sql, _SQL.projection.args(projection.params))
+        if projection.tags is not None:
+            conn.execute(_SQL.delete_tags.sql, (session_id,))
+            conn.executemany(_SQL.insert_tag.sql, [(session_id, t) for t in projection.tags])
     return incarnation, revision + 1, next_seq + len(rows)
 
 

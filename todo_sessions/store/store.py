@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL, Connection
@@ -27,7 +27,9 @@ from ..core.catalog import FORMAT_VERSION, validate_event
 from ..core.checkpoint import LiveState
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
+from ..core.jsonvalue import decode_json
 from ..core.messages import Message
+from ..core.meta import META_TYPE, add_usage, batch_change
 from ..core.repair import closers_for, interrupted_turn_closers
 from ..core.structure import StructureChecker
 from ..core.todos import TodoItem
@@ -46,8 +48,15 @@ from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .leases import Lease, LeaseHolder
 from .migrate import prepare_schema
-from .recorder import AppendBatch, Recorder, open_recorder
-from .results import CheckpointInfo, ResumedState, SessionSummary, StoredLog, revision_token
+from .recorder import AppendBatch, Recorder, open_recorder, projection_of
+from .results import (
+    CheckpointInfo,
+    ResumedState,
+    SessionSummary,
+    SessionUsage,
+    StoredLog,
+    revision_token,
+)
 from .translate import is_unique_violation, translate_errors
 
 __all__ = ["SessionStore", "default_url"]
@@ -306,12 +315,16 @@ class SessionStore:
             validate_event(event)
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         pending = self._pending.get(session_id)
+        # session/meta and todo/write change projected columns of `sessions` (`core.meta`)
+        inherited = (pending.seed_length or 0) if pending is not None else 0
+        change = batch_change(batch, inherited_below=inherited)
         prepared = AppendBatch(
             session_id,
             [event_row(session_id, e) for e in batch],
             header_row(pending) if pending is not None else None,
             self._clock(),
             lease,
+            None if change is None else projection_of(session_id, change),
         )
         with translate_errors(f"appending to session {session_id!r}"):
             try:
@@ -462,7 +475,10 @@ class SessionStore:
 
     async def summary(self, session_id: str) -> SessionSummary:
         """The `list` entry of one session."""
-        return self._summary(await self._session(session_id))
+        check_session_id(session_id)
+        return self._summary(
+            await self._read(f"reading session {session_id!r}", reads.read_summary, session_id)
+        )
 
     async def count(self, session_id: str, *, type: str | None = None) -> int:
         """How many events the session has (of one ``type``, through the type index)."""
@@ -472,15 +488,23 @@ class SessionStore:
         )
 
     def _summary(self, r: Mapping[str, Any]) -> SessionSummary:
-        return SessionSummary(
-            id=r["id"],
-            created_at=r["created_at"],
-            updated_at=r["updated_at"],
-            cwd=r["cwd"],
-            title=r["title"],
-            next_seq=r["next_seq"],
-            revision=self._token(r["incarnation"], r["revision"]),
-        )
+        tags, metadata = r["tags"], r["metadata"]
+        try:
+            return SessionSummary(
+                id=r["id"],
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+                cwd=r["cwd"],
+                title=r["title"],
+                next_seq=r["next_seq"],
+                revision=self._token(r["incarnation"], r["revision"]),
+                parent=r["parent_session"],
+                tags=() if tags is None else tuple(decode_json(tags, strict=False)),
+                metadata={} if metadata is None else decode_json(metadata, strict=False),
+                open_todos=bool(r["open_todos"]),
+            )
+        except (ValueError, TypeError) as exc:
+            raise CorruptSessionError(r["id"], None, f"stored tags or metadata: {exc}") from None
 
     # -- projections ----------------------------------------------------------------------------
 
@@ -809,15 +833,119 @@ class SessionStore:
         with translate_errors("running a maintenance function"):
             return await recorder.run_sync(fn, write=write)
 
+    # -- session metadata -----------------------------------------------------------------------
+
+    async def update_meta(
+        self,
+        session_id: str,
+        *,
+        title: str | EllipsisType | None = ...,
+        tags: Iterable[str] | None = None,
+        add_tags: Iterable[str] = (),
+        remove_tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        lease: Lease | None = None,
+    ) -> SessionSummary:
+        """Append one ``session/meta`` event to a stored session that changes what is asked
+        (docs/format.md, "Session metadata"): ``title`` (None clears it; ``...``, the default,
+        keeps it), ``tags`` (replaces them), ``add_tags`` / ``remove_tags`` (applied to the
+        current tags, keeping their order; new ones go last), ``metadata`` (replaces it).
+        Nothing is appended when nothing would change. Returns the summary after the change.
+
+        The event goes at the stored next seq; when another writer appends meanwhile the
+        current tags are read again and the event recomputed (a `SeqConflictError` only after
+        five tries). A session owned live by a service must be changed through that service
+        (its next flush would meet a conflict): pass its ``lease``, or use its session.
+        """
+        check_session_id(session_id)
+        new_tags = None if tags is None else list(tags)
+        adding, removing = list(add_tags), set(remove_tags)
+        for _ in range(_LOAD_ATTEMPTS):
+            current = await self.summary(session_id)
+            data: dict[str, Any] = {}
+            if title is not ... and title != current.title:
+                data["title"] = title
+            wanted = list(current.tags) if new_tags is None else list(new_tags)
+            wanted += [t for t in dict.fromkeys(adding) if t not in wanted]
+            wanted = [t for t in wanted if t not in removing]
+            if tuple(wanted) != current.tags:
+                data["tags"] = wanted
+            if metadata is not None and dict(metadata) != dict(current.metadata):
+                data["metadata"] = dict(metadata)
+            if not data:
+                return current
+            event = SessionEvent(META_TYPE, current.next_seq, self._clock(), data)
+            try:
+                await self.append(session_id, [event], lease=lease)
+            except SeqConflictError:
+                continue  # another writer appended meanwhile: look again
+            return await self.summary(session_id)
+        raise SeqConflictError(
+            session_id,
+            -1,
+            None,
+            detail=f"update_meta kept racing other writers ({_LOAD_ATTEMPTS} tries)",
+        )
+
+    async def usage(self, session_id: str) -> SessionUsage:
+        """The ``usage`` objects of the session's ``assistant/message`` events added up, in
+        all and per turn (`SessionUsage`), read through the type index."""
+        check_session_id(session_id)
+        found = await self._read(
+            f"reading usage of session {session_id!r}", reads.usage_payloads, session_id
+        )
+        total: dict[str, int | float] = {}
+        turns: dict[int, dict[str, int | float]] = {}
+        counted = 0
+        for _seq, data in found:
+            usage = data.get("usage") if isinstance(data, dict) else None
+            if not isinstance(usage, dict):
+                continue
+            counted += 1
+            add_usage(total, usage)
+            turn = data.get("turn")
+            if type(turn) is int:
+                add_usage(turns.setdefault(turn, {}), usage)
+        return SessionUsage(total, turns, counted)
+
     # -- listing (last: the name shadows the builtin in the class body) ----------------------
 
     async def list(
-        self, *, limit: int = 100, before: SessionSummary | None = None
+        self,
+        *,
+        limit: int = 100,
+        before: SessionSummary | None = None,
+        cwd: str | None = None,
+        tag: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        parent: str | None = None,
+        has_open_todos: bool | None = None,
+        text: str | None = None,
     ) -> list[SessionSummary]:
         """Sessions with events, newest activity first. Pass a page's last summary as
-        ``before`` to get the next page (keyset pagination)."""
+        ``before`` to get the next page (keyset pagination on ``(updated_at, id)``).
+
+        Filters (None: not filtered; all given ones must hold): ``cwd`` equal; ``tag`` among
+        the session's tags; last activity ``since <= updated_at < until`` (epoch ms);
+        ``parent`` equal to the header's ``parent_session`` (forks and sub-agent sessions of
+        that session); ``has_open_todos``: whether the latest ``todo/write`` holds an item
+        pending or in progress (False: none does, or there is no list); ``text``: a substring
+        of the title, compared after `str.casefold` (case-insensitive).
+        """
         if type(limit) is not int or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
+        for name, ms in (("since", since), ("until", until)):
+            if ms is not None and type(ms) is not int:
+                raise TypeError(f"{name} must be an int (epoch ms), got {ms!r}")
+        for name, value in (("cwd", cwd), ("tag", tag), ("parent", parent), ("text", text)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {value!r}")
+            if value is not None and "\x00" in value:
+                raise ValueError(f"{name} must not contain NUL characters")
+        if has_open_todos is not None and not isinstance(has_open_todos, bool):
+            raise TypeError(f"has_open_todos must be a bool, got {has_open_todos!r}")
+        filters = reads.ListFilters(cwd, tag, since, until, parent, has_open_todos, text)
         after = None if before is None else (before.updated_at, before.id)
-        rows = await self._read("listing sessions", reads.list_sessions, limit, after)
+        rows = await self._read("listing sessions", reads.list_sessions, limit, after, filters)
         return [self._summary(r) for r in rows]
