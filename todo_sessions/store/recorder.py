@@ -146,17 +146,28 @@ class LocalWakeups:
     """Followers that poll, woken at once by appends made through the same store."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 
     def wake(self, session_id: str) -> None:
-        for event in self._waiters.get(session_id, ()):
-            event.set()
+        """Wake the followers of ``session_id``, each on its own event loop (a SQLite store
+        serves callers on several loops: an `asyncio.Event` is set only from its loop)."""
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        for loop, event in self._waiters.get(session_id, ()):
+            if loop is here:
+                event.set()
+            else:
+                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                    loop.call_soon_threadsafe(event.set)
 
     @contextlib.asynccontextmanager
     async def polling(self, session_id: str) -> AsyncIterator[Wait]:
         """A `Wait` that returns after ``poll_interval`` or at this store's next append."""
         wake = asyncio.Event()
-        self._waiters.setdefault(session_id, set()).add(wake)
+        waiter = (asyncio.get_running_loop(), wake)
+        self._waiters.setdefault(session_id, set()).add(waiter)
 
         async def poll(interval: float) -> None:
             with contextlib.suppress(TimeoutError):
@@ -168,7 +179,7 @@ class LocalWakeups:
         finally:
             waiters = self._waiters.get(session_id)
             if waiters is not None:
-                waiters.discard(wake)
+                waiters.discard(waiter)
                 if not waiters:
                     del self._waiters[session_id]
 
