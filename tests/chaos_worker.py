@@ -54,6 +54,8 @@ async def append_until_stopped(url: str, name: str, directory: Path) -> dict[str
                 acked.append({"session": sid, "seq": seq, "i": i, "at": time.time()})
                 if sid == own:
                     own_next = seq + 1
+                elif len(acked) == 2:  # one of each stored: this worker is under way
+                    (directory / f"ready-{name}").touch()
     return {"acked": acked, "failures": failures}
 
 
@@ -70,6 +72,8 @@ async def follow_shared(url: str, directory: Path) -> dict[str, object]:
             except TimeoutError:
                 continue
             seen.append(event.seq)
+            if len(seen) == 1:
+                (directory / "ready-follower").touch()
         await tail.aclose()
     return {"seen": seen}
 

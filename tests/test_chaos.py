@@ -60,7 +60,12 @@ def test_terminated_backends_lose_nothing(pg_database_url: str, tmp_path: Path) 
     terminations: list[float] = []
     killed: list[int] = []
     try:
-        time.sleep(1.0)  # all started and appending
+        ready = [tmp_path / f"ready-{n}" for n in range(WORKERS)] + [tmp_path / "ready-follower"]
+        deadline = time.monotonic() + 120
+        while not all(r.exists() for r in ready):  # every process connected and under way
+            assert time.monotonic() < deadline, "the workers never got going"
+            assert all(p.poll() is None for p in [*workers, follower]), "a worker died"
+            time.sleep(0.05)
         end = time.monotonic() + DURATION
         while time.monotonic() < end:
             time.sleep(EVERY)
