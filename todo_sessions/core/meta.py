@@ -110,7 +110,9 @@ class MetaChange:
 _PROJECTED = frozenset({META_TYPE, "todo/write"})
 
 
-def batch_change(events: Iterable[SessionEvent], *, inherited_below: int = 0) -> MetaChange | None:
+def batch_change(
+    events: Iterable[SessionEvent], *, inherited_below: int | None = None
+) -> MetaChange | None:
     """The change a batch of (valid) events makes, or None when it holds no ``session/meta``
     and no ``todo/write``: the last event of the batch that sets a field wins.
 
@@ -127,7 +129,7 @@ def batch_change(events: Iterable[SessionEvent], *, inherited_below: int = 0) ->
             change = {}
         data = event._data
         if kind == META_TYPE:
-            if "title" in data and event.seq >= inherited_below:
+            if "title" in data and (inherited_below is None or event.seq >= inherited_below):
                 change["title_set"] = True
                 change["title"] = data["title"]
             if "tags" in data:
@@ -166,7 +168,7 @@ def fold_meta(
     ``seed_length``): what the store's columns hold after the log was appended in any
     batches."""
     start = SessionMeta(title=title)
-    return start.apply(batch_change(events, inherited_below=seed_length or 0))
+    return start.apply(batch_change(events, inherited_below=seed_length))
 
 
 def add_usage(total: dict[str, int | float], usage: Any, prefix: str = "") -> None:

@@ -316,7 +316,7 @@ class SessionStore:
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         pending = self._pending.get(session_id)
         # session/meta and todo/write change projected columns of `sessions` (`core.meta`)
-        inherited = (pending.seed_length or 0) if pending is not None else 0
+        inherited = pending.seed_length if pending is not None else None
         change = batch_change(batch, inherited_below=inherited)
         prepared = AppendBatch(
             session_id,
