@@ -272,6 +272,7 @@ async def test_update_meta_adds_removes_and_skips_no_ops(store: SessionStore) ->
     events = await store.read_from("s")
     assert [e.type for e in events] == ["user/message"] + ["session/meta"] * 3
     assert events[-1].data == {"title": None, "tags": ["z"], "metadata": {"x": 1}}
+    assert all(e.ignorable for e in events[1:])  # readers without the type skip them
 
 
 async def test_update_meta_reads_again_after_another_writer(shared_db_url: str) -> None:

@@ -851,6 +851,7 @@ class SessionStore:
         keeps it), ``tags`` (replaces them), ``add_tags`` / ``remove_tags`` (applied to the
         current tags, keeping their order; new ones go last), ``metadata`` (replaces it).
         Nothing is appended when nothing would change. Returns the summary after the change.
+        The event is marked ``ignorable``, so readers that do not know the type skip it.
 
         The event goes at the stored next seq; when another writer appends meanwhile the
         current tags are read again and the event recomputed (a `SeqConflictError` only after
@@ -874,7 +875,9 @@ class SessionStore:
                 data["metadata"] = dict(metadata)
             if not data:
                 return current
-            event = SessionEvent(META_TYPE, current.next_seq, self._clock(), data)
+            # ignorable: a reader without the type (an older version, the TypeScript
+            # harness) keeps and skips it; the log means the same to the model either way
+            event = SessionEvent(META_TYPE, current.next_seq, self._clock(), data, ignorable=True)
             try:
                 await self.append(session_id, [event], lease=lease)
             except SeqConflictError:
