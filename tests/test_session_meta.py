@@ -144,6 +144,34 @@ async def test_a_refused_batch_changes_nothing(store: SessionStore) -> None:
     assert [x.id for x in await store.list(tag="a")] == ["s"]
 
 
+async def test_racing_appends_project_only_the_winner(store: SessionStore) -> None:
+    """Two appends race for the same seq (on SQLite they may share one group commit, each under its
+    own savepoint): the loser's projection goes with its events."""
+    await store.create(header("s"))
+    await store.append("s", [user_message(0)])
+    for _ in range(5):
+        seq = (await store.summary("s")).next_seq
+        results = await asyncio.gather(
+            store.append("s", [meta(seq, title=f"a{seq}", tags=["a"]), todo_write(seq + 1)]),
+            store.append("s", [meta(seq, title=f"b{seq}", tags=["b"])]),
+            return_exceptions=True,
+        )
+        won = [i for i, r in enumerate(results) if isinstance(r, str)]
+        assert len(won) == 1, results
+        s = await store.summary("s")
+        if won == [0]:
+            assert (s.title, s.tags, s.open_todos, s.next_seq) == (
+                f"a{seq}",
+                ("a",),
+                False,
+                seq + 2,
+            )
+        else:
+            assert (s.title, s.tags, s.next_seq) == (f"b{seq}", ("b",), seq + 1)
+        assert [x.id for x in await store.list(tag="a" if won == [0] else "b")] == ["s"]
+        assert await store.list(tag="b" if won == [0] else "a") == []
+
+
 async def test_tags_go_with_their_session(store: SessionStore) -> None:
     await store.create(header("s"))
     await store.append("s", [meta(0, tags=["t"])])
