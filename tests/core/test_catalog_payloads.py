@@ -398,6 +398,7 @@ def test_the_built_in_catalog() -> None:
         "request/header": "RequestRecordData",
         "request/context": "RequestRecordData",
         "session/end-seed": "SessionEndSeedData",
+        "session/meta": "SessionMetaData",
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]
