@@ -101,3 +101,19 @@ def test_a_bad_url_fails_at_construction_and_leaves_no_thread(tmp_path: Path) ->
     with pytest.raises(ValueError):
         SyncSessionStore("mysql://nope/db")
     assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
+
+
+def test_the_blocking_store_has_the_newer_store_methods(tmp_path: Path) -> None:
+    with SyncSessionStore(tmp_path / "n.db") as store:
+        store.create(header("a", cwd="/repo"))
+        store.append("a", turn(0))
+        store.create(header("b", cwd="/elsewhere"))
+        store.append("b", turn(0))
+        store.update_meta("a", add_tags=["bug"], title="Fix it")
+        assert [s.id for s in store.list(cwd="/repo")] == ["a"]
+        assert [s.id for s in store.list(tag="bug")] == ["a"]
+        assert [s.id for s in store.list(text="FIX")] == ["a"]
+        assert store.usage("a").total == {}
+        assert store.read_from("a", 2, limit=2) == store.read_from("a")[2:4]
+        assert store.checkpoints("a") == [] and store.delete_checkpoints("a") == 0
+        assert store.lease_holders(["a", "b"]) == {}

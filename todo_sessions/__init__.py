@@ -56,6 +56,7 @@ _LAZY: dict[str, str] = {
     "SessionService": ".service",
     "SessionStore": ".store.store",
     "SessionSummary": ".store.results",
+    "SessionUsage": ".store.results",
     "StoredLog": ".store.results",
     "SurfaceOp": ".core.envelope",
     "SyncSessionService": ".sync",
@@ -149,6 +150,7 @@ if TYPE_CHECKING:
     )
     from .store.results import (
         SessionSummary,
+        SessionUsage,
         StoredLog,
     )
     from .store.schema import metadata
@@ -207,6 +209,7 @@ __all__ = [
     "SessionService",
     "SessionStore",
     "SessionSummary",
+    "SessionUsage",
     "StoreBusyError",
     "StoreError",
     "StoreUnavailableError",

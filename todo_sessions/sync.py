@@ -105,6 +105,19 @@ async def _take(events: AsyncIterator[SessionEvent], count: int) -> list[Session
     return batch
 
 
+def _blocking_store(
+    method: Callable[Concatenate[SessionStore, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[SyncSessionStore, P], T]:
+    """A `SessionStore` coroutine method as a blocking `SyncSessionStore` method (same
+    signature, docs and errors), run on the store's loop."""
+
+    @functools.wraps(method)
+    def call(self: SyncSessionStore, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._thread.call(method(self._store, *args, **kwargs))
+
+    return call
+
+
 class SyncSessionStore:
     """`SessionStore` for blocking code. Takes the same arguments; see the module docstring.
 
@@ -167,8 +180,10 @@ class SyncSessionStore:
     def read(self, session_id: str) -> StoredLog:
         return self._call(self._store.read, session_id)
 
-    def read_from(self, session_id: str, from_seq: int = 0) -> list[SessionEvent]:
-        return self._call(self._store.read_from, session_id, from_seq)
+    def read_from(
+        self, session_id: str, from_seq: int = 0, *, limit: int | None = None
+    ) -> list[SessionEvent]:
+        return self._call(self._store.read_from, session_id, from_seq, limit=limit)
 
     def header(self, session_id: str) -> SessionHeader:
         return self._call(self._store.header, session_id)
@@ -232,10 +247,12 @@ class SyncSessionStore:
         ids: AsyncIterator[Any] = self._store.session_ids(source=source)
         return self._iterate(ids)
 
-    def list(
-        self, *, limit: int = 100, before: SessionSummary | None = None
-    ) -> list[SessionSummary]:
-        return self._call(self._store.list, limit=limit, before=before)
+    list = _blocking_store(SessionStore.list)
+    usage = _blocking_store(SessionStore.usage)
+    update_meta = _blocking_store(SessionStore.update_meta)
+    checkpoints = _blocking_store(SessionStore.checkpoints)
+    delete_checkpoints = _blocking_store(SessionStore.delete_checkpoints)
+    lease_holders = _blocking_store(SessionStore.lease_holders)
 
     def _iterate(self, events: AsyncIterator[Any], *, batch: int = _BATCH) -> Iterator[Any]:
         try:
