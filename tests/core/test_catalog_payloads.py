@@ -502,3 +502,31 @@ def test_a_tool_result_source_is_a_tool() -> None:
 def test_field_path() -> None:
     assert catalog._field_path(()) == "data"
     assert catalog._field_path(("a", 0, "b", 12)) == "data.a[0].b[12]"
+
+
+def test_tool_result_message_fields() -> None:
+    assert catalog.ToolSource(call_id="c").kind == "tool"
+    message = catalog.ToolResultMessage.model_validate(
+        {"id": "m", "source": {"kind": "tool", "callId": "c"}, "content": [result_block("c")]}
+    )
+    assert (message.id, message.role, message.source.call_id) == ("m", "user", "c")
+    validate_event(SessionEvent("tool/result", 5, 0, tool_result([result_block("c")], "c")))
+    data = tool_result([result_block()])
+    data["message"]["id"] = ""
+    assert refusal(SessionEvent("tool/result", 5, 0, data)) == (
+        "invalid event 'tool/result' (seq 5): data.message.id: "
+        "String should have at least 1 character",
+        "data.message.id",
+    )
+
+
+def test_event_types_are_frozen() -> None:
+    entry = EVENT_TYPES["turn/start"]
+    with pytest.raises(AttributeError):
+        entry.surface = True  # type: ignore[misc]
+    assert entry.surface is False and not hasattr(entry, "__dict__")
+
+
+def test_an_event_type_is_not_a_surface_type_unless_said() -> None:
+    assert EventType("ext/x", Ping).surface is False
+    assert EventType("ext/x", Ping) == EventType("ext/x", Ping, False)
