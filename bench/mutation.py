@@ -824,6 +824,9 @@ class Tally:
     survived: int = 0
     equivalent: int = 0
     survivors: list[tuple[Mutant, str]] = field(default_factory=list)
+    timeouts: list[Mutant] = field(default_factory=list)
+    """Killed by the time limit, not by a failing test (listed: a loaded machine can time out
+    a run that would have passed)."""
 
     @property
     def score(self) -> float | None:
@@ -872,6 +875,7 @@ def write_json(path: Path, tallies: dict[str, Tally], meta: dict[str, Any]) -> N
             "killed": t.killed,
             "survived": t.survived,
             "equivalent": t.equivalent,
+            "timeouts": len(t.timeouts),
             "score": t.score,
             "survivors": [
                 {"line": m.line, "col": m.col, "kind": m.kind, "change": m.change, "note": note}
@@ -1039,7 +1043,9 @@ def main(argv: list[str] | None = None) -> int:
                 survived(m)
             else:
                 tallies[m.module].killed += 1
-            if args.verbose or outcome.status == "survived":
+                if outcome.status == "timeout":
+                    tallies[m.module].timeouts.append(m)
+            if args.verbose or outcome.status in ("survived", "timeout"):
                 print(
                     f"[{done}/{len(plans)}] {outcome.status:<8} {m.where}:{m.col} {m.change} "
                     f"({outcome.seconds:.1f}s, {len(outcome.task.keep or ())} tests)",
@@ -1067,6 +1073,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{len(survivors)} survivors:")
         for m, note in survivors:
             print(f"  {m.where}: [{m.kind}] {m.change}" + (f"  ({note})" if note else ""))
+    timeouts = [m for t in tallies.values() for m in sorted(t.timeouts, key=lambda m: m.start)]
+    if timeouts:
+        print(f"\n{len(timeouts)} killed by the time limit (not by a test; re-run if loaded):")
+        for m in timeouts:
+            print(f"  {m.where}: [{m.kind}] {m.change}")
     for e in stale:
         print(f"stale equivalent (no such mutant now): {e.file}:{e.line} {e.change}")
     sample = f" (a sample, seed {args.seed})" if args.sample is not None else ""
