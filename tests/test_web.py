@@ -1,6 +1,7 @@
 """The web viewer over HTTP (Starlette's TestClient): pages and the JSON API agree with the
-library's projections at any seq, unknown ids are 404, stored text is escaped, and the server
-refuses writes unless told otherwise."""
+library's projections at any seq, the list's filters agree with `SessionStore.list`, unknown
+ids are 404 and bad parameters 400, stored text is escaped, and the server refuses writes
+unless told otherwise."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit
 
 import pytest
 
@@ -556,3 +558,372 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+# -- the list's filters ------------------------------------------------------------------------
+
+DAY = 86_400_000
+HOSTILE_TAG = '<script>alert("tag")</script>&<b>'
+BASE = (T0 // DAY + 400) * DAY
+"""Midnight UTC of a day 400 days after T0: session k of the filter tests was last active at
+noon of day k from there."""
+
+
+def _day(k: int) -> str:
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp((BASE + k * DAY) / 1000, tz=datetime.UTC)
+    return moment.date().isoformat()
+
+
+def _a_turn(todo: str | None) -> list[SessionEvent]:
+    """A small complete turn whose todo list has one item of status ``todo`` (None: no list)."""
+    events = turn(0)
+    if todo is None:
+        del events[2]
+        events = [
+            SessionEvent(e.type, i, e.time, e.data, surface_op=e.surface_op)
+            for i, e in enumerate(events)
+        ]
+    else:
+        events[2] = todo_write(2, ("plan", todo))
+    return events
+
+
+FILTERED = [
+    # id, cwd, title, tags, todo status, parent ("fork": a fork of root)
+    ("root", "/a", "Root: fix the parser", ["red"], "in_progress", None),
+    ("fork1", "/a", "a fork", [], None, "fork"),
+    ("sub1", "/b", "sub-agent", ["blue"], "completed", "root"),
+    ("plain", "/b", "Plain FIX", [], None, None),
+    ("hostile", "/a", "hostile", [HOSTILE_TAG, "red"], "completed", None),
+    ("done", None, "all done", ["blue", "red"], "completed", None),
+    ("pending", "/a", "Pending work", ["green"], "pending", None),
+    ("late", "/b", "late fix", ["red"], "in_progress", None),
+    ("untitled", "/a", None, ["red"], "in_progress", None),
+    ("sub2", "/a", "second sub-agent", ["red"], "pending", "root"),
+]
+
+
+def make_filtered(url: str, base: int = BASE) -> None:
+    """The sessions of `FILTERED`, session k last active at noon of day k after ``base``."""
+    now = [base]
+    with SyncSessionStore(url, clock=lambda: now[0]) as store:
+        for k, (sid, cwd, title, tags, todo, parent) in enumerate(FILTERED):
+            now[0] = base + k * DAY + DAY // 2
+            if parent == "fork":
+                store.fork("root", child_id=sid, title=title)
+            else:
+                fields: dict[str, Any] = {"title": title, "cwd": cwd}
+                if parent is not None:
+                    fields["parent_session"] = parent
+                store.create(header(sid, **{k: v for k, v in fields.items() if v is not None}))
+                store.append(sid, _a_turn(todo))
+            metadata = {"note": HOSTILE_TEXT, "k": k} if sid == "hostile" else None
+            if tags or metadata:
+                store.update_meta(sid, tags=tags, metadata=metadata)
+
+
+@pytest.fixture(scope="module")
+def filtered_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('web-filters') / 'filters.db'}"
+    make_filtered(url)
+    return url
+
+
+@pytest.fixture(scope="module")
+def fclient(filtered_db: str) -> Iterator[TestClient]:
+    with TestClient(create_app(filtered_db, allowed_hosts=["testserver"])) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def fstore(filtered_db: str) -> Iterator[SyncSessionStore]:
+    with SyncSessionStore(filtered_db) as store:
+        yield store
+
+
+def page_ids(page: str) -> list[str]:
+    return [html.unescape(i) for i in re.findall(r'<tr data-id="([^"]*)">', page)]
+
+
+# (query parameters, the same filters as SessionStore.list takes them)
+FILTER_CASES: list[tuple[dict[str, str], dict[str, Any]]] = [
+    ({"cwd": "/a"}, {"cwd": "/a"}),
+    ({"cwd": "/b"}, {"cwd": "/b"}),
+    ({"tag": "red"}, {"tag": "red"}),
+    ({"tag": HOSTILE_TAG}, {"tag": HOSTILE_TAG}),
+    ({"text": "fix"}, {"text": "fix"}),
+    ({"text": "SUB-"}, {"text": "SUB-"}),
+    ({"parent": "root"}, {"parent": "root"}),
+    ({"open_todos": "yes"}, {"has_open_todos": True}),
+    ({"open_todos": "no"}, {"has_open_todos": False}),
+    ({"open_todos": "true"}, {"has_open_todos": True}),
+    ({"since": _day(4)}, {"since": BASE + 4 * DAY}),
+    ({"until": _day(4)}, {"until": BASE + 4 * DAY}),
+    ({"since": f"{_day(2)}T12:00:00Z"}, {"since": BASE + 2 * DAY + DAY // 2}),  # inclusive
+    ({"until": f"{_day(2)}T12:00:00.001"}, {"until": BASE + 2 * DAY + DAY // 2 + 1}),
+    ({"since": f"{_day(3)}T13:00+01:00"}, {"since": BASE + 3 * DAY + DAY // 2}),
+    ({"since": _day(2), "until": _day(6)}, {"since": BASE + 2 * DAY, "until": BASE + 6 * DAY}),
+    (
+        {"cwd": "/a", "tag": "red", "open_todos": "yes"},
+        {"cwd": "/a", "tag": "red", "has_open_todos": True},
+    ),
+    ({"text": "fix", "open_todos": "no"}, {"text": "fix", "has_open_todos": False}),
+    ({"parent": "root", "tag": "blue"}, {"parent": "root", "tag": "blue"}),
+    ({"tag": "nothing-has-this"}, {"tag": "nothing-has-this"}),
+]
+
+
+@pytest.mark.parametrize(("params", "kwargs"), FILTER_CASES)
+def test_each_filter_narrows_the_list_as_the_store_does(
+    fclient: TestClient, fstore: SyncSessionStore, params: dict[str, str], kwargs: dict[str, Any]
+) -> None:
+    everything = [s.id for s in fstore.list(limit=500)]
+    expected = [s.id for s in fstore.list(limit=500, **kwargs)]
+    if "nothing-has-this" not in params.values():
+        assert expected and len(expected) < len(everything)  # the case does narrow
+    body = fclient.get("/api/sessions", params=params).json()
+    assert [s["id"] for s in body["sessions"]] == expected
+    assert body["next"] is None and body["nextUrl"] is None
+    page = fclient.get("/", params=params)
+    assert page.status_code == 200
+    assert page_ids(page.text) == expected
+    if not expected:
+        assert "No sessions match these filters." in page.text
+
+
+def test_the_filters_mean_what_they_say(fclient: TestClient) -> None:
+    def ids(**params: str) -> set[str]:
+        return {s["id"] for s in fclient.get("/api/sessions", params=params).json()["sessions"]}
+
+    assert ids(parent="root") == {"fork1", "sub1", "sub2"}
+    assert ids(tag="blue") == {"sub1", "done"}
+    assert ids(cwd="/b") == {"sub1", "plain", "late"}
+    assert ids(text="FIX") == {"root", "plain", "late"}
+    assert ids(open_todos="yes") == {"root", "fork1", "pending", "late", "untitled", "sub2"}
+    assert ids(open_todos="no") == {"sub1", "plain", "hostile", "done"}
+    assert ids(open_todos="any") == ids() == {f[0] for f in FILTERED}
+    # since inclusive, until exclusive, dates at midnight UTC
+    assert ids(since=_day(8)) == {"untitled", "sub2"}
+    assert ids(until=_day(1)) == {"root"}
+    assert ids(since=f"{_day(1)}T12:00:00Z", until=f"{_day(3)}T12:00:00Z") == {"fork1", "sub1"}
+    # a blank field (what the form sends) is no filter
+    assert ids(cwd="", tag="", text="", parent="", open_todos="", since="", until="") == ids()
+
+
+def test_a_duration_ago_is_a_moment_and_pages_keep_it(tmp_path: Path) -> None:
+    from todo_sessions.store.store import wall_clock_ms
+
+    url = f"sqlite:///{tmp_path / 'recent.db'}"
+    base = (wall_clock_ms() // DAY - len(FILTERED)) * DAY
+    make_filtered(url, base)
+    with (
+        TestClient(create_app(url, allowed_hosts=["testserver"])) as client,
+        SyncSessionStore(url) as store,
+    ):
+        now = wall_clock_ms()
+        expected = [s.id for s in store.list(limit=500, since=now - 4 * DAY)]
+        assert 2 <= len(expected) < len(FILTERED)
+        first = client.get("/api/sessions", params={"since": "4d", "limit": 1}).json()
+        assert [s["id"] for s in first["sessions"]] == expected[:1]
+        # the next page carries the moment the duration meant, not the duration
+        assert "since=4d" not in first["nextUrl"] and "since=20" in first["nextUrl"]
+        seen = [s["id"] for s in first["sessions"]]
+        next_url = first["nextUrl"]
+        while next_url is not None:
+            body = client.get(next_url).json()
+            seen += [s["id"] for s in body["sessions"]]
+            next_url = body["nextUrl"]
+        assert seen == expected
+        page = client.get("/", params={"since": "96h"}).text
+        assert page_ids(page) == expected
+        # a time is no date: the form shows it as text so that it is kept
+        assert re.search(r'<input type="text" name="since" value="20[^"]*Z">', page)
+
+
+def test_the_views_parse_durations_against_now() -> None:
+    from todo_sessions.web.views import FilterError, parse_filters
+
+    now = BASE + 12_345
+    parsed = parse_filters({"since": ["2d"], "until": ["30m"]}, now_ms=now)
+    assert parsed.since == now - 2 * DAY and parsed.until == now - 30 * 60_000
+    assert parse_filters({"since": [parsed.since_text]}, now_ms=0).since == parsed.since
+    assert parse_filters({"until": ["1w"]}, now_ms=now).until == now - 7 * DAY
+    with pytest.raises(FilterError, match="since"):
+        parse_filters({"since": ["2 days"]}, now_ms=now)
+
+
+PAGED_CASES: list[tuple[dict[str, str], dict[str, Any]]] = [
+    ({"tag": "red"}, {"tag": "red"}),
+    ({"cwd": "/a", "open_todos": "yes"}, {"cwd": "/a", "has_open_todos": True}),
+    (
+        {"tag": "red", "since": _day(1), "until": _day(9)},
+        {"tag": "red", "since": BASE + DAY, "until": BASE + 9 * DAY},
+    ),
+    ({"text": "a", "open_todos": "no"}, {"text": "a", "has_open_todos": False}),
+]
+
+
+@pytest.mark.parametrize(("params", "kwargs"), PAGED_CASES)
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_filters_with_paging_keep_the_filters_in_the_next_link(
+    fclient: TestClient,
+    fstore: SyncSessionStore,
+    params: dict[str, str],
+    kwargs: dict[str, Any],
+    limit: int,
+) -> None:
+    expected = [s.id for s in fstore.list(limit=500, **kwargs)]
+    assert len(expected) >= limit  # more than one page (the last one may be empty)
+    # the pages: each is store.list(limit, before=the last of the page before, filters)
+    seen: list[str] = []
+    url: str | None = "/?" + urlencode({**params, "limit": limit})
+    pages = 0
+    while url is not None:
+        page = fclient.get(url)
+        assert page.status_code == 200
+        ids = page_ids(page.text)
+        before = fstore.summary(seen[-1]) if seen else None
+        assert ids == [s.id for s in fstore.list(limit=limit, before=before, **kwargs)]
+        seen += ids
+        pages += 1
+        link = re.search(r'id="next-page" href="([^"]*)"', page.text)
+        url = None if link is None else html.unescape(link.group(1))
+        if url is not None:
+            query = parse_qs(urlsplit(url).query)
+            assert {k: v[0] for k, v in query.items() if k in params} == params
+            assert query["limit"] == [str(limit)] and query["before"] == [ids[-1]]
+        if pages > 1:  # the way back to the first page keeps the filters
+            first = re.search(r'id="first-page" href="([^"]*)"', page.text)
+            assert first is not None
+            back = parse_qs(urlsplit(html.unescape(first.group(1))).query)
+            assert (
+                "before" not in back and {k: v[0] for k, v in back.items() if k in params} == params
+            )
+    assert seen == expected and pages == -(-len(expected) // limit) + (len(expected) % limit == 0)
+    # the API pages the same way
+    api_seen: list[str] = []
+    api_url: str | None = "/api/sessions?" + urlencode({**params, "limit": limit})
+    while api_url is not None:
+        body = fclient.get(api_url).json()
+        api_seen += [s["id"] for s in body["sessions"]]
+        api_url = body["nextUrl"]
+        if api_url is not None:
+            assert api_url.startswith("/api/sessions?") and body["next"] == api_seen[-1]
+    assert api_seen == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("since=yesterday", "since"),
+        ("until=2026-13-01", "until"),
+        ("since=2026-12-01T25:00", "since"),
+        ("since=99999999999w", "since"),
+        ("open_todos=maybe", "open_todos"),
+        ("cwd=%2Fa%00b", "cwd"),
+        ("text=" + "x" * 1001, "text"),
+        ("tag=red&tag=blue", "tag"),
+        ("parent=a&parent=b", "parent"),
+        ("limit=0&tag=red", "limit"),
+    ],
+)
+def test_a_bad_filter_is_400_naming_it(fclient: TestClient, query: str, name: str) -> None:
+    answer = fclient.get(f"/api/sessions?{query}")
+    assert answer.status_code == 400
+    message = answer.json()["error"]
+    assert message.startswith(name) and "\n" not in message
+    page = fclient.get(f"/?{query}")
+    assert page.status_code == 400 and escape(message) in page.text
+
+
+def test_the_list_shows_tags_and_open_todos_as_text(
+    fclient: TestClient, fstore: SyncSessionStore
+) -> None:
+    page = fclient.get("/").text
+    assert HOSTILE_TAG not in page and "<script>" not in page
+    assert str(escape(HOSTILE_TAG)) in page
+    # each tag links to the sessions with it, percent-encoded
+    assert f'<a class="tag" href="/?tag={quote_plus(HOSTILE_TAG)}">' in page.replace("&amp;", "&")
+    rows = dict(re.findall(r'<tr data-id="([^"]*)">(.*?)</tr>', page, re.S))
+    for summary in fstore.list(limit=500):
+        row = rows[summary.id]
+        tags = re.search(r'<td class="tags">(.*?)</td>', row, re.S)
+        assert tags is not None
+        shown = [html.unescape(t) for t in re.findall(r'<a class="tag"[^>]*>(.*?)</a>', tags[1])]
+        assert shown == list(summary.tags)
+        assert ('class="open-todos"' in row) == summary.open_todos
+    body = fclient.get("/api/sessions").json()
+    by_id = {s["id"]: s for s in body["sessions"]}
+    assert by_id["hostile"]["tags"] == [HOSTILE_TAG, "red"]
+    assert by_id["hostile"]["metadata"] == {"note": HOSTILE_TEXT, "k": 4}
+    assert by_id["sub1"]["parent"] == "root" and by_id["sub1"]["openTodos"] is False
+    assert by_id["root"]["openTodos"] is True and by_id["root"]["parent"] is None
+
+
+def test_the_form_shows_the_filters_it_was_given(fclient: TestClient) -> None:
+    params = {
+        "text": HOSTILE_TEXT,
+        "cwd": "/a",
+        "tag": HOSTILE_TAG,
+        "parent": "root",
+        "open_todos": "no",
+        "since": _day(1),
+        "until": f"{_day(5)}T06:00Z",
+        "limit": "7",
+    }
+    page = fclient.get("/", params=params)
+    assert page.status_code == 200
+    text = page.text
+    assert HOSTILE_TEXT not in text and HOSTILE_TAG not in text
+    assert f'name="text" value="{escape(HOSTILE_TEXT)}"' in text
+    assert f'name="tag" value="{escape(HOSTILE_TAG)}"' in text
+    assert 'name="cwd" value="/a"' in text and 'name="parent" value="root"' in text
+    assert '<option value="no" selected>no</option>' in text
+    assert f'<input type="date" name="since" value="{_day(1)}">' in text
+    assert f'<input type="text" name="until" value="{_day(5)}T06:00Z">' in text
+    assert '<input type="hidden" name="limit" value="7">' in text
+    assert 'id="clear-filters" href="/?limit=7"' in text
+    plain = fclient.get("/").text
+    assert '<option value="" selected>any</option>' in plain
+    assert 'id="clear-filters"' not in plain and 'name="limit"' not in plain
+
+
+def test_the_session_page_shows_tags_parent_and_children(fclient: TestClient) -> None:
+    page = fclient.get("/sessions/hostile").text
+    assert HOSTILE_TAG not in page and HOSTILE_TEXT not in page
+    assert f'<a class="tag" href="/?tag={quote_plus(HOSTILE_TAG)}">' in page.replace("&amp;", "&")
+    assert str(escape(HOSTILE_TAG)) in page and "metadata" in page
+    assert str(escape(json.dumps(HOSTILE_TEXT)[1:-1])) in page
+    # the session/meta event is a row of the timeline (not hidden as minor), as text
+    meta_row = re.search(r'<li class="ev meta" data-seq="6" id="seq-6">(.*?)</li>', page, re.S)
+    assert meta_row is not None and "set tags, metadata" in meta_row[1]
+    sub = fclient.get("/sessions/sub1").text
+    assert '<a id="parent" href="/sessions/root">root</a>' in sub and "started by" in sub
+    fork = fclient.get("/sessions/fork1").text
+    assert "forked from" in fork and '<a id="parent" href="/sessions/root">' in fork
+    root = fclient.get("/sessions/root").text
+    assert 'id="parent"' not in root
+    children = re.search(r'id="children" href="([^"]*)"', root)
+    assert children is not None
+    assert set(page_ids(fclient.get(html.unescape(children[1])).text)) == {"fork1", "sub1", "sub2"}
+
+
+@pytest.mark.postgres
+def test_the_filters_on_postgresql(fresh_pg_url: str) -> None:
+    make_filtered(fresh_pg_url)
+    app = create_app(fresh_pg_url, allowed_hosts=["testserver"])
+    with TestClient(app) as client, SyncSessionStore(fresh_pg_url) as store:
+        for params, kwargs in FILTER_CASES + PAGED_CASES:
+            expected = [s.id for s in store.list(limit=500, **kwargs)]
+            body = client.get("/api/sessions", params=params).json()
+            assert [s["id"] for s in body["sessions"]] == expected, params
+            assert page_ids(client.get("/", params=params).text) == expected, params
+        seen: list[str] = []
+        url: str | None = "/api/sessions?tag=red&limit=2"
+        while url is not None:
+            body = client.get(url).json()
+            seen += [s["id"] for s in body["sessions"]]
+            url = body["nextUrl"]
+        assert seen == [s.id for s in store.list(limit=500, tag="red")]

@@ -2,10 +2,12 @@
 
 Routes (``ID`` is the percent-encoded session id; ids may contain ``/``):
 
-- ``GET /``: the session list (``?limit=N&before=ID``: the page after session ID).
+- ``GET /``: the session list (``?limit=N&before=ID``: the page after session ID), narrowed
+  by the filters ``cwd``, ``tag``, ``text``, ``parent``, ``open_todos`` (yes, no, any),
+  ``since`` and ``until`` (a date, a time or a duration ago; see `views.parse_filters`).
 - ``GET /open?id=ID``: redirects to the session page.
 - ``GET /sessions/ID?at=SEQ``: the session page at SEQ (default: the end).
-- ``GET /api/sessions?limit=N&before=ID``: the list as JSON.
+- ``GET /api/sessions?limit=N&before=ID``: the list as JSON (the same filters).
 - ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) and derived messages as of
   SEQ; ``&html=1`` adds the panes as HTML and leaves the messages list out.
 - ``GET /api/sessions/ID/timeline?at=SEQ``: the timeline page that holds SEQ, as HTML.
@@ -56,7 +58,7 @@ from ..jsonl import export_lines
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import views
-from .render import render, render_messages, render_row, render_todos, session_url
+from .render import list_url, render, render_messages, render_row, render_todos, session_url
 
 __all__ = ["LOCAL_HOSTS", "create_app"]
 
@@ -153,16 +155,43 @@ def create_app(
         except InvalidEventError as exc:  # not a valid id at all
             raise HTTPException(404, str(exc)) from None
 
+    async def list_request(
+        request: Request,
+    ) -> tuple[views.ListFilters, int, str | None, list[views.ListEntry], str | None]:
+        """The filters, limit and ``before`` of a list request (400 when one is bad, 404 for
+        an unknown ``before``), and the page they give with the next page's ``before``."""
+        limit = min(_int(request, "limit", LIST_LIMIT, low=1) or LIST_LIMIT, MAX_LIST_LIMIT)
+        query = request.query_params
+        try:
+            filters = views.parse_filters({n: query.getlist(n) for n in views.FILTER_NAMES})
+        except views.FilterError as exc:
+            raise HTTPException(400, str(exc)) from None
+        before = query.get("before") or None
+        if before is not None:
+            await summary_or_404(before)
+        entries, more = await views.list_page(
+            the_store, limit=limit, before=before, filters=filters
+        )
+        return filters, limit, before, entries, more
+
+    def shown_limit(limit: int) -> int | None:
+        return None if limit == LIST_LIMIT else limit
+
     # -- pages ------------------------------------------------------------------------------
 
     async def sessions_page(request: Request) -> Response:
-        limit = _int(request, "limit", LIST_LIMIT, low=1) or LIST_LIMIT
-        limit = min(limit, MAX_LIST_LIMIT)
-        before = request.query_params.get("before") or None
-        if before is not None:
-            await summary_or_404(before)
-        entries, more = await views.list_page(the_store, limit=limit, before=before)
-        return page("sessions.html", entries=entries, more=more, limit=limit, before=before)
+        filters, limit, before, entries, more = await list_request(request)
+        keep = shown_limit(limit)
+        return page(
+            "sessions.html",
+            entries=entries,
+            limit=limit,
+            before=before,
+            filters=filters,
+            kept_limit=keep,
+            next_url=None if more is None else list_url(filters, limit=keep, before=more),
+            first_url=list_url(filters, limit=keep),
+        )
 
     async def open_session(request: Request) -> Response:
         session_id = request.query_params.get("id", "").strip()
@@ -196,17 +225,20 @@ def create_app(
             shown=views.MESSAGES_SHOWN,
             total=len(state.messages),
             messages=state.messages_json(views.MESSAGES_SHOWN),
+            metadata_json=json.dumps(dict(summary.metadata), ensure_ascii=False, indent=2),
         )
 
     # -- the JSON API --------------------------------------------------------------------------
 
     async def api_sessions(request: Request) -> Response:
-        limit = min(_int(request, "limit", LIST_LIMIT, low=1) or LIST_LIMIT, MAX_LIST_LIMIT)
-        before = request.query_params.get("before") or None
-        if before is not None:
-            await summary_or_404(before)
-        entries, more = await views.list_page(the_store, limit=limit, before=before)
-        return JSONResponse({"sessions": [e.to_json() for e in entries], "next": more})
+        filters, limit, _, entries, more = await list_request(request)
+        next_url = None
+        if more is not None:
+            keep = shown_limit(limit)
+            next_url = list_url(filters, limit=keep, before=more, path="/api/sessions")
+        return JSONResponse(
+            {"sessions": [e.to_json() for e in entries], "next": more, "nextUrl": next_url}
+        )
 
     async def api_state(request: Request) -> Response:
         session_id = _session_id(request)

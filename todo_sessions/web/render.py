@@ -12,9 +12,9 @@ from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader
 
-from .views import Row, State, when
+from .views import ListFilters, Row, State, when
 
-__all__ = ["render", "render_messages", "render_row", "render_todos", "session_url"]
+__all__ = ["list_url", "render", "render_messages", "render_row", "render_todos", "session_url"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,6 +31,33 @@ def api_url(session_id: str, what: str, **params: Any) -> str:
     return f"{url}?{urlencode(query)}" if query else url
 
 
+def list_url(
+    filters: ListFilters | None = None,
+    *,
+    limit: int | None = None,
+    before: str | None = None,
+    path: str = "/",
+) -> str:
+    """The session list (``path``: the page, or ``/api/sessions``) with ``filters``, ``limit``
+    and ``before`` in its query, percent-encoded."""
+    query = dict((filters or ListFilters()).params())
+    if limit is not None:
+        query["limit"] = str(limit)
+    if before is not None:
+        query["before"] = before
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def tag_url(tag: str) -> str:
+    """The sessions with this tag."""
+    return list_url(ListFilters(tag=tag))
+
+
+def children_url(session_id: str) -> str:
+    """The forks and sub-agent sessions of this session."""
+    return list_url(ListFilters(parent=session_id))
+
+
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -38,7 +65,14 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(session_url=session_url, api_url=api_url, when=when)
+    env.globals.update(
+        session_url=session_url,
+        api_url=api_url,
+        when=when,
+        list_url=list_url,
+        tag_url=tag_url,
+        children_url=children_url,
+    )
     return env
 
 
