@@ -690,3 +690,24 @@ def test_the_strict_path_does_not_copy_what_its_own_parser_produced(
     assert copies == []
     SessionEvent.from_dict({"type": "t", "seq": 0, "time": 0, "data": {"a": [1]}})
     assert copies == [{"a": [1]}]
+
+
+def test_surface_op_is_a_usable_public_type() -> None:
+    """`SurfaceOp` is exported for annotations, and validates at runtime like the envelope."""
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter: TypeAdapter[Any] = TypeAdapter(envelope.SurfaceOp)
+    assert adapter.validate_python("append") == "append"
+    replace = SurfaceReplace(1, 2)
+    assert adapter.validate_python(replace) is replace
+    with pytest.raises(ValidationError):
+        adapter.validate_python("prepend")
+    with pytest.raises(ValidationError):
+        adapter.validate_python("")
+
+
+def test_surface_replace_is_slotted() -> None:
+    replace = SurfaceReplace(1, 2)
+    assert not hasattr(replace, "__dict__")
+    with pytest.raises((AttributeError, TypeError)):
+        replace.extra = 1  # type: ignore[attr-defined]
