@@ -11,6 +11,7 @@ seen. Each prints one JSON line at the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -61,20 +62,23 @@ async def append_until_stopped(url: str, name: str, directory: Path) -> dict[str
 
 async def follow_shared(url: str, directory: Path) -> dict[str, object]:
     seen: list[int] = []
+    total = directory / "total"
     async with SessionStore(url) as store:
-        tail = store.follow("shared", reconnect_timeout=30)
-        while True:
-            total = directory / "total"
-            if total.exists() and len(seen) >= int(total.read_text()):
-                break
-            try:
-                event = await asyncio.wait_for(anext(tail), 1.0)
-            except TimeoutError:
-                continue
-            seen.append(event.seq)
-            if len(seen) == 1:
-                (directory / "ready-follower").touch()
-        await tail.aclose()
+
+        async def consume() -> None:
+            async for event in store.follow("shared", reconnect_timeout=30):
+                seen.append(event.seq)
+                if len(seen) == 1:
+                    (directory / "ready-follower").touch()
+
+        following = asyncio.create_task(consume())
+        while not (total.exists() and len(seen) >= int(total.read_text())):
+            if following.done():
+                following.result()  # the follower raised: report it
+            await asyncio.sleep(0.05)
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
     return {"seen": seen}
 
 
