@@ -82,10 +82,6 @@ class ReasoningBlock(WireModel):
     """What the provider needs to accept this reasoning back (``providerData`` on the wire):
     ``{"format": ..., ...}``, e.g. an Anthropic thinking signature or an OpenAI encrypted
     reasoning item (docs/providers.md). Absent on blocks written without it."""
-    provider_data: dict[str, Any] | None = None
-    """What the provider needs to accept this reasoning back (``providerData`` on the wire):
-    ``{"format": ..., ...}``, e.g. an Anthropic thinking signature or an OpenAI encrypted
-    reasoning item (docs/providers.md). Absent on blocks written without it."""
 
 
 class ImageBlock(WireModel):
