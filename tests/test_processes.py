@@ -31,9 +31,17 @@ def run_children(tmp_path: Path, argv_list: list[list[str]], timeout: float = 12
         for argv in argv_list
     ]
     go.touch()
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append((proc, *proc.communicate(timeout=timeout)))
+    finally:
+        for proc in procs:  # on a timeout, leave no child and no open pipe behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=timeout)
+    for proc, out, err in outputs:
         assert proc.returncode == 0, f"child failed:\n{err}"
         results.append(json.loads(out.strip().splitlines()[-1]))
     return results

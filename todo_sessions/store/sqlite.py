@@ -113,11 +113,21 @@ def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connecti
             )
     try:
         for pragma in sqlite_pragmas(options, memory=target.memory):
+            if pragma.startswith("PRAGMA journal_mode") and _already(conn, pragma):
+                continue  # changing the mode takes a lock: a migrating process may hold it
             conn.execute(pragma)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _already(conn: sqlite3.Connection, pragma: str) -> bool:
+    """Whether ``PRAGMA journal_mode = X`` would change nothing (reading it takes no lock;
+    WAL, once set, is a property of the file)."""
+    wanted = pragma.rsplit("=", 1)[1].strip().lower()
+    current = conn.execute("PRAGMA journal_mode").fetchone()
+    return current is not None and str(current[0]).lower() == wanted
 
 
 # -- settling futures from a thread ---------------------------------------------------------
