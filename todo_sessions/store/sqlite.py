@@ -34,6 +34,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
@@ -113,13 +114,29 @@ def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connecti
             )
     try:
         for pragma in sqlite_pragmas(options, memory=target.memory):
-            if pragma.startswith("PRAGMA journal_mode") and _already(conn, pragma):
-                continue  # changing the mode takes a lock: a migrating process may hold it
-            conn.execute(pragma)
+            if pragma.startswith("PRAGMA journal_mode"):
+                _set_journal_mode(conn, pragma, options.busy_timeout_ms / 1000)
+            else:
+                conn.execute(pragma)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _set_journal_mode(conn: sqlite3.Connection, pragma: str, patience: float) -> None:
+    """Set the journal mode unless the file has it already. Changing it needs a lock that
+    SQLite does not wait for (no busy handler): while another process holds one (opening a
+    new file and migrating it), try again until the busy timeout has passed."""
+    deadline = time.monotonic() + patience
+    while not _already(conn, pragma):
+        try:
+            conn.execute(pragma)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _already(conn: sqlite3.Connection, pragma: str) -> bool:
