@@ -92,6 +92,7 @@ def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
 
 async def _empty_pg(url: str) -> None:
     async with SessionStore(url) as store:
+
         def empty(conn: Any) -> None:
             conn.execute(sessions.delete())
             conn.execute(session_leases.delete())
