@@ -34,7 +34,6 @@ __all__ = [
     "LeaseHolder",
     "acquire",
     "check",
-    "holder",
     "holders",
     "lease_state",
     "release",
@@ -166,11 +165,6 @@ def release(conn: Connection, lease: Lease) -> bool:
         )
     )
     return bool(result.rowcount)
-
-
-def holder(conn: Connection, session_id: str) -> LeaseHolder | None:
-    found = conn.execute(select(session_leases).where(le.session_id == session_id)).first()
-    return None if found is None else LeaseHolder(**found._asdict())
 
 
 def holders(conn: Connection, session_ids: list[str]) -> dict[str, LeaseHolder]:

@@ -1,6 +1,6 @@
 """Every read the store does, written once as a plain function over a `Rows` source.
 
-A read operation (``read_events``, ``latest_todos``, ``surface_events``, ``list_sessions``, ...)
+A read operation (``read_events``, ``latest_todos``, ``surface_state``, ``list_sessions``, ...)
 takes a `Rows` and does its queries and decoding synchronously, inside one read transaction
 that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection, on
 PostgreSQL on the asyncpg connection. Both run the same SQLAlchemy Core statements
@@ -51,7 +51,6 @@ __all__ = [
     "read_summary",
     "seqs_past_end",
     "session_ids",
-    "surface_events",
     "surface_state",
     "usage_payloads",
 ]
@@ -369,16 +368,6 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
 
 
-def surface_events(rows: Rows, session_id: str, upto_seq: int | None) -> list[SessionEvent]:
-    """Only the events that carry a surface op (partial index), decoded."""
-    row = read_session(rows, session_id)
-    found = rows.fetch(
-        "surface",
-        {"session_id": session_id, "from_seq": 0, "upto": _bound(row["next_seq"], upto_seq)},
-    )
-    return rows_to_events(session_id, found, expect_seq=None)  # sparse: no contiguity
-
-
 # -- checkpoints ----------------------------------------------------------------------------------
 
 _CHECKPOINT_CANDIDATES = 3
@@ -416,32 +405,21 @@ def live_state(rows: Rows, session_id: str) -> StateRead:
     after it. A checkpoint that does not decode, or that the following events do not continue,
     is passed over (and named in ``skipped``); with none left, the whole log is folded."""
     row = read_session(rows, session_id)
-    next_seq = row["next_seq"]
     skipped: list[str] = []
-    for state in _candidates(rows, session_id, next_seq, skipped):
-        origin = None if state is None else state.next_seq
-        start = 0 if state is None else state.next_seq - 1  # and the event a checkpoint names
-        live = LiveState.empty() if state is None else state
-        found = rows.fetch(
-            "events", {"session_id": session_id, "from_seq": start, "upto": next_seq}
-        )
-        events = rows_to_events(session_id, found, expect_seq=start)
-        if len(events) != next_seq - start:
-            missing = start + len(events)
-            raise CorruptSessionError(
-                session_id, missing, f"seq {missing} is missing (the next seq is {next_seq})"
-            )
-        if state is not None:
+    for state in _candidates(rows, session_id, row["next_seq"], skipped):
+        if state is None:
+            live, origin, events = LiveState.empty(), None, read_events(rows, session_id, 0)[1]
+        else:
+            live, origin = state, state.next_seq
+            events = read_events(rows, session_id, origin - 1)[1]  # and the event it names
             if not state.matches(events[0] if events else None):
-                skipped.append(_STALE.format(seq=state.next_seq))
+                skipped.append(_STALE.format(seq=origin))
                 continue
             events = events[1:]
         try:
             live.apply_all(events)
         except InvalidEventError as exc:
-            if state is None:
-                raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
-            skipped.append(f"checkpoint at seq {origin} does not continue with the log: {exc}")
+            _cannot_continue(session_id, origin, exc, skipped)
             continue
         return StateRead(row, live, origin, skipped)
     raise AssertionError("unreachable: the fold from seq 0 returns or raises")
@@ -453,6 +431,16 @@ _STALE = (
 )
 
 
+def _cannot_continue(
+    session_id: str, origin: int | None, exc: InvalidEventError, skipped: list[str]
+) -> None:
+    """The stored events do not apply: to a checkpoint, pass it over; from seq 0, the log
+    itself is damaged."""
+    if origin is None:
+        raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+    skipped.append(f"checkpoint at seq {origin} does not continue with the log: {exc}")
+
+
 def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRead:
     """The surface as of ``upto_seq``: the newest usable checkpoint at or below it, then the
     surface rows after it (surface rows only: the partial index)."""
@@ -460,25 +448,24 @@ def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRea
     upto = _bound(row["next_seq"], upto_seq)
     skipped: list[str] = []
     for state in _candidates(rows, session_id, upto, skipped):
-        start = 0 if state is None else state.next_seq
-        live = LiveState.empty() if state is None else state
-        if state is not None:
-            named = {"session_id": session_id, "from_seq": start - 1, "upto": start}
+        if state is None:
+            live, origin = LiveState.empty(), None
+        else:
+            live, origin = state, state.next_seq
+            named = {"session_id": session_id, "from_seq": origin - 1, "upto": origin}
             previous = rows_to_events(session_id, rows.fetch("events", named), expect_seq=None)
             if not state.matches(previous[0] if previous else None):
-                skipped.append(_STALE.format(seq=start))
+                skipped.append(_STALE.format(seq=origin))
                 continue
-        params = {"session_id": session_id, "from_seq": start, "upto": upto}
+        params = {"session_id": session_id, "from_seq": origin or 0, "upto": upto}
         events = rows_to_events(session_id, rows.fetch("surface", params), expect_seq=None)
         try:
             for event in events:
                 live.surface.apply(event)
         except InvalidEventError as exc:
-            if state is None:
-                raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
-            skipped.append(f"checkpoint at seq {start} does not continue with the log: {exc}")
+            _cannot_continue(session_id, origin, exc, skipped)
             continue
-        return StateRead(row, live, None if state is None else start, skipped)
+        return StateRead(row, live, origin, skipped)
     raise AssertionError("unreachable: the fold from seq 0 returns or raises")
 
 
