@@ -8,26 +8,42 @@ then only runs the migrations on it and never starts an event loop. The caller
 (`todo_sessions.store.migrate`) saves alembic's ``context`` and ``op`` module globals around
 the run and restores them, so a host's alembic environment survives this one. From the command line
 (``alembic upgrade head`` in a checkout) the URL comes from ``TODO_SESSIONS_URL``.
+
+The namespace (a PostgreSQL schema or an SQLite table prefix, docs/design.md "Namespaces")
+comes in through ``config.attributes["todo_sessions_namespace"]``, or from the URL's ``schema``
+/ ``table_prefix`` parameters on the command line; without either it is the default (today's
+names). The revisions read it with ``migration_namespace()``. A schema is created here (``CREATE
+SCHEMA IF NOT EXISTS``) before alembic creates its version table in it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from alembic import context
-from sqlalchemy import Integer
+from sqlalchemy import Integer, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
-from todo_sessions.store.schema import VERSION_TABLE, metadata
+from todo_sessions.store.namespace import MIGRATION_ATTRIBUTE, Namespace, migration_namespace
 
 
-def include_name(name: str | None, type_: str, parent_names: object) -> bool:
-    """Compare only our own tables: a host application's tables are none of our business."""
-    if type_ == "table":
-        return name in metadata.tables
-    return True
+def include_name_of(namespace: Namespace) -> Callable[[str | None, str, Mapping[str, Any]], bool]:
+    """Compare only our own tables (in the namespace's schema): a host application's tables
+    are none of our business."""
+
+    def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
+        if type_ == "schema":
+            return name == namespace.schema
+        if type_ == "table":
+            return name in namespace.table_names and (
+                parent_names.get("schema_name") == namespace.schema
+            )
+        return True
+
+    return include_name
 
 
 def compare_type(
@@ -49,11 +65,16 @@ def compare_type(
 
 
 def run_on(connection: Connection) -> None:
+    namespace = migration_namespace()
+    if namespace.schema is not None:
+        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{namespace.schema}"'))
     context.configure(
         connection=connection,
-        target_metadata=metadata,
-        version_table=VERSION_TABLE,
-        include_name=include_name,
+        target_metadata=namespace.metadata,
+        version_table=namespace.version_table,
+        version_table_schema=namespace.schema,
+        include_schemas=namespace.schema is not None,
+        include_name=include_name_of(namespace),
         render_as_batch=True,
         compare_type=compare_type,
     )
@@ -67,9 +88,12 @@ if connection is not None:
 else:
     import asyncio
 
-    from todo_sessions.store.migrate import run_locked
+    from todo_sessions.store.engine import parse_url
+    from todo_sessions.store.migrate import namespace_of, run_locked
 
     url = os.environ.get("TODO_SESSIONS_URL") or context.config.get_main_option("sqlalchemy.url")
     if not url:
         raise SystemExit("set TODO_SESSIONS_URL to the database URL, e.g. sqlite:///sessions.db")
-    asyncio.run(run_locked(url, run_on))
+    target = parse_url(url)
+    context.config.attributes[MIGRATION_ATTRIBUTE] = namespace_of(target)
+    asyncio.run(run_locked(target, run_on))

@@ -100,13 +100,13 @@ def lose_the_connection(
     real = postgres._append
     log: list[str] = []
 
-    async def sabotaged(driver: Any, batch: Any) -> Any:
+    async def sabotaged(driver: Any, batch: Any, *statements: Any) -> Any:
         if log:  # only the first attempt is sabotaged
             log.append("retried")
-            return await real(driver, batch)
+            return await real(driver, batch, *statements)
         log.append("sabotaged")
         if after_commit:
-            await real(driver, batch)  # committed on the server
+            await real(driver, batch, *statements)  # committed on the server
         await terminate_backends(url)  # also kills this connection
         await asyncio.sleep(0.05)
         if after_commit:  # the client never learns that the commit succeeded
@@ -115,7 +115,7 @@ def lose_the_connection(
             raise asyncpg.ConnectionDoesNotExistError(
                 "connection was closed in the middle of operation"
             )
-        return await real(driver, batch)  # fails for real on the dead connection
+        return await real(driver, batch, *statements)  # fails for real: the connection died
 
     monkeypatch.setattr(postgres, "_append", sabotaged)
     return log
@@ -148,13 +148,13 @@ async def test_lost_confirmation_with_other_rows_stored_is_a_seq_conflict(
         real = postgres._append
         monkeypatch.setattr(postgres, "_append", real)  # the rival appends normally
 
-        async def someone_else_wins(driver: Any, batch: Any) -> Any:
+        async def someone_else_wins(driver: Any, batch: Any, *statements: Any) -> Any:
             monkeypatch.setattr(postgres, "_append", real)
             async with SessionStore(pg_url) as rival:
                 await rival.append("s", [event(1, "rival")])
             await terminate_backends(pg_url)
             await asyncio.sleep(0.05)
-            return await real(driver, batch)
+            return await real(driver, batch, *statements)
 
         monkeypatch.setattr(postgres, "_append", someone_else_wins)
         with pytest.raises(SeqConflictError, match="stored next seq is 2"):

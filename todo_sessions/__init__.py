@@ -13,6 +13,7 @@ from .errors import (
     FormatUnsupportedError,
     InvalidEventError,
     LeaseLostError,
+    NamespaceError,
     SchemaError,
     SeqConflictError,
     SessionExistsError,
@@ -79,6 +80,7 @@ _LAZY: dict[str, str] = {
     "alembic_include_name": ".store.migrate",
     "alembic_include_object": ".store.migrate",
     "metadata": ".store.schema",
+    "Namespace": ".store.namespace",
     "migrate": ".store.migrate",
     "migrate_on": ".store.migrate",
     "recover": ".recovery",
@@ -148,6 +150,7 @@ if TYPE_CHECKING:
         migrate,
         migrate_on,
     )
+    from .store.namespace import Namespace
     from .store.results import (
         SessionSummary,
         SessionUsage,
@@ -193,6 +196,8 @@ __all__ = [
     "MessageSnapshot",
     "Model",
     "ModelDelta",
+    "Namespace",
+    "NamespaceError",
     "OpenAIChatModel",
     "ReasoningDelta",
     "RecoveryResult",

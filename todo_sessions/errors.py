@@ -13,6 +13,8 @@
     ├── FormatUnsupportedError         a stored log uses a format or event type we do
     │                                  not understand
     ├── SchemaError                    the database is not migrated, or is not ours
+    ├── NamespaceError (ValueError)    a schema or table prefix that is malformed, or
+    │                                  that the backend does not take
     ├── StoreBusyError                 the database stayed locked past the busy timeout
     ├── SessionLeasedError             resume() of a session another live owner holds
     ├── LeaseLostError                 a service's lease on a session was stolen or expired;
@@ -37,6 +39,7 @@ __all__ = [
     "FormatUnsupportedError",
     "InvalidEventError",
     "LeaseLostError",
+    "NamespaceError",
     "SchemaError",
     "SeqConflictError",
     "SessionExistsError",
@@ -142,6 +145,18 @@ class FormatUnsupportedError(TodoSessionsError):
 
 class SchemaError(TodoSessionsError):
     """The database is not migrated to the schema this version needs, or is not ours."""
+
+
+class NamespaceError(TodoSessionsError, ValueError):
+    """A namespace (``schema=`` / ``table_prefix=``) that cannot be used: a malformed or too
+    long name, an option the backend does not take (``schema`` is PostgreSQL's,
+    ``table_prefix`` SQLite's), or a keyword that contradicts the URL's parameter.
+    ``option`` and ``value`` name what was wrong."""
+
+    def __init__(self, message: str, *, option: str, value: object) -> None:
+        self.option = option
+        self.value = value
+        super().__init__(message)
 
 
 class StoreBusyError(TodoSessionsError):

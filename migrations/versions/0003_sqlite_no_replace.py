@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from todo_sessions.store.namespace import migration_namespace
+
 revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -26,11 +28,13 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
         return
+    ns = migration_namespace()
+    events = ns.sql_name("session_events")
     op.execute(
-        """
-        CREATE TRIGGER trg_session_events_no_replace BEFORE INSERT ON session_events
+        f"""
+        CREATE TRIGGER trg_{ns.name("session_events")}_no_replace BEFORE INSERT ON {events}
         WHEN EXISTS (
-            SELECT 1 FROM session_events WHERE session_id = NEW.session_id AND seq = NEW.seq
+            SELECT 1 FROM {events} WHERE session_id = NEW.session_id AND seq = NEW.seq
         )
         BEGIN
             SELECT RAISE(ABORT, 'session_events rows are append-only: that seq already exists');
@@ -42,4 +46,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
         return
-    op.execute("DROP TRIGGER IF EXISTS trg_session_events_no_replace")
+    ns = migration_namespace()
+    op.execute(f"DROP TRIGGER IF EXISTS trg_{ns.name('session_events')}_no_replace")

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from todo_sessions.store.namespace import migration_namespace
+
 revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
@@ -31,12 +33,26 @@ COLUMNS = ("format_version", "delegation_depth")
 def upgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         return
+    ns = migration_namespace()
     for column in COLUMNS:
-        op.alter_column("sessions", column, type_=sa.BigInteger(), existing_nullable=False)
+        op.alter_column(
+            ns.name("sessions"),
+            column,
+            type_=sa.BigInteger(),
+            existing_nullable=False,
+            schema=ns.schema,
+        )
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         return
+    ns = migration_namespace()
     for column in COLUMNS:
-        op.alter_column("sessions", column, type_=sa.Integer(), existing_nullable=False)
+        op.alter_column(
+            ns.name("sessions"),
+            column,
+            type_=sa.Integer(),
+            existing_nullable=False,
+            schema=ns.schema,
+        )

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from todo_sessions.store.namespace import migration_namespace
+
 revision: str = "0005"
 down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
@@ -25,8 +27,10 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    ns = migration_namespace()
+    name = ns.name("session_leases")
     op.create_table(
-        "session_leases",
+        name,
         sa.Column("session_id", sa.String(200), nullable=False),
         sa.Column("owner", sa.String(200), nullable=False),
         sa.Column("host", sa.Text(), nullable=True),
@@ -34,10 +38,12 @@ def upgrade() -> None:
         sa.Column("epoch", sa.BigInteger(), nullable=False),
         sa.Column("acquired_at", sa.BigInteger(), nullable=False),
         sa.Column("expires_at", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("session_id", name="pk_session_leases"),
-        sa.CheckConstraint("epoch > 0", name="ck_session_leases_epoch_positive"),
+        sa.PrimaryKeyConstraint("session_id", name=f"pk_{name}"),
+        sa.CheckConstraint("epoch > 0", name=f"ck_{name}_epoch_positive"),
+        schema=ns.schema,
     )
 
 
 def downgrade() -> None:
-    op.drop_table("session_leases")
+    ns = migration_namespace()
+    op.drop_table(ns.name("session_leases"), schema=ns.schema)

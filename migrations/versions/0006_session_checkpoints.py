@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from todo_sessions.store.namespace import migration_namespace
+
 revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
@@ -25,23 +27,27 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    ns = migration_namespace()
+    name = ns.name("session_checkpoints")
     op.create_table(
-        "session_checkpoints",
+        name,
         sa.Column("session_id", sa.String(200), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("format_version", sa.BigInteger(), nullable=False),
         sa.Column("state", sa.Text(), nullable=False),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("session_id", "seq", name="pk_session_checkpoints"),
+        sa.PrimaryKeyConstraint("session_id", "seq", name=f"pk_{name}"),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.id"],
-            name="fk_session_checkpoints_session_id_sessions",
+            [f"{ns.ref('sessions')}.id"],
+            name=f"fk_{name}_session_id_{ns.name('sessions')}",
             ondelete="CASCADE",
         ),
-        sa.CheckConstraint("seq > 0", name="ck_session_checkpoints_seq_positive"),
+        sa.CheckConstraint("seq > 0", name=f"ck_{name}_seq_positive"),
+        schema=ns.schema,
     )
 
 
 def downgrade() -> None:
-    op.drop_table("session_checkpoints")
+    ns = migration_namespace()
+    op.drop_table(ns.name("session_checkpoints"), schema=ns.schema)

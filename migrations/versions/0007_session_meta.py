@@ -29,6 +29,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from todo_sessions.store.namespace import Namespace, migration_namespace
+
 revision: str = "0007"
 down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
@@ -43,47 +45,54 @@ def _text(value: Any) -> str:
 
 
 def upgrade() -> None:
-    op.add_column("sessions", sa.Column("title_folded", sa.Text(), nullable=True))
-    op.add_column("sessions", sa.Column("tags", sa.Text(), nullable=True))
-    op.add_column("sessions", sa.Column("metadata", sa.Text(), nullable=True))
+    ns = migration_namespace()
+    n, schema = ns.name, ns.schema
+    sessions = n("sessions")
+    op.add_column(sessions, sa.Column("title_folded", sa.Text(), nullable=True), schema=schema)
+    op.add_column(sessions, sa.Column("tags", sa.Text(), nullable=True), schema=schema)
+    op.add_column(sessions, sa.Column("metadata", sa.Text(), nullable=True), schema=schema)
     op.add_column(
-        "sessions",
+        sessions,
         sa.Column(
             "open_todos",
             sa.Boolean(create_constraint=False),
             nullable=False,
             server_default=sa.false(),
         ),
+        schema=schema,
     )
-    op.create_index("ix_sessions_cwd", "sessions", ["cwd"])
+    op.create_index(f"ix_{sessions}_cwd", sessions, ["cwd"], schema=schema)
     op.create_index(
-        "ix_sessions_parent_session",
-        "sessions",
+        f"ix_{sessions}_parent_session",
+        sessions,
         ["parent_session"],
         sqlite_where=sa.text("parent_session IS NOT NULL"),
         postgresql_where=sa.text("parent_session IS NOT NULL"),
+        schema=schema,
     )
+    tags = n("session_tags")
     tags_table = op.create_table(
-        "session_tags",
+        tags,
         sa.Column("session_id", sa.String(200), nullable=False),
         sa.Column("tag", sa.String(200), nullable=False),
-        sa.PrimaryKeyConstraint("session_id", "tag", name="pk_session_tags"),
+        sa.PrimaryKeyConstraint("session_id", "tag", name=f"pk_{tags}"),
         sa.ForeignKeyConstraint(
             ["session_id"],
-            ["sessions.id"],
-            name="fk_session_tags_session_id_sessions",
+            [f"{ns.ref('sessions')}.id"],
+            name=f"fk_{tags}_session_id_{sessions}",
             ondelete="CASCADE",
         ),
+        schema=schema,
     )
-    op.create_index("ix_session_tags_tag_session_id", "session_tags", ["tag", "session_id"])
-    _fill(tags_table)
+    op.create_index(f"ix_{tags}_tag_session_id", tags, ["tag", "session_id"], schema=schema)
+    _fill(ns, tags_table)
 
 
-def _fill(tags_table: sa.Table) -> None:
+def _fill(ns: Namespace, tags_table: sa.Table) -> None:
     """The projection of the logs already stored (see `todo_sessions.core.meta`)."""
     bind = op.get_bind()
     sessions = sa.table(
-        "sessions",
+        ns.name("sessions"),
         sa.column("id", sa.String),
         sa.column("title", sa.Text),
         sa.column("seed_length", sa.BigInteger),
@@ -91,13 +100,15 @@ def _fill(tags_table: sa.Table) -> None:
         sa.column("tags", sa.Text),
         sa.column("metadata", sa.Text),
         sa.column("open_todos", sa.Boolean),
+        schema=ns.schema,
     )
     events = sa.table(
-        "session_events",
+        ns.name("session_events"),
         sa.column("session_id", sa.String),
         sa.column("seq", sa.BigInteger),
         sa.column("type", sa.String),
         sa.column("data", sa.Text),
+        schema=ns.schema,
     )
     titled = bind.execute(
         sa.select(sessions.c.id, sessions.c.title).where(sessions.c.title.is_not(None))
@@ -165,9 +176,12 @@ def _fill(tags_table: sa.Table) -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ix_session_tags_tag_session_id", table_name="session_tags")
-    op.drop_table("session_tags")
-    op.drop_index("ix_sessions_parent_session", table_name="sessions")
-    op.drop_index("ix_sessions_cwd", table_name="sessions")
+    ns = migration_namespace()
+    n, schema = ns.name, ns.schema
+    sessions, tags = n("sessions"), n("session_tags")
+    op.drop_index(f"ix_{tags}_tag_session_id", table_name=tags, schema=schema)
+    op.drop_table(tags, schema=schema)
+    op.drop_index(f"ix_{sessions}_parent_session", table_name=sessions, schema=schema)
+    op.drop_index(f"ix_{sessions}_cwd", table_name=sessions, schema=schema)
     for column in COLUMNS:
-        op.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        op.execute(f"ALTER TABLE {ns.sql_name('sessions')} DROP COLUMN {column}")

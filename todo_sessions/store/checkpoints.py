@@ -3,7 +3,8 @@
 Checkpoints are derived data, the only rows the library deletes and rewrites: a checkpoint is
 written for a seq at or below the stored end of its session (the events it folds are stored),
 replacing any earlier one at that seq, and only the newest ``keep`` of a session are kept.
-Reading them is `reads.live_state` / `reads.surface_state`.
+Reading them is `reads.live_state` / `reads.surface_state`. Both functions take the
+namespace's tables (`schema.Tables`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,24 @@ from sqlalchemy.engine import Connection
 
 from ..core.checkpoint import CHECKPOINT_FORMAT
 from ..errors import SessionNotFoundError
-from .schema import session_checkpoints, sessions
+from .schema import Tables
 
 __all__ = ["delete_all", "write"]
 
-cp = session_checkpoints.c
 
-
-def write(conn: Connection, session_id: str, seq: int, text: str, now: int, keep: int) -> bool:
+def write(
+    conn: Connection,
+    tables: Tables,
+    session_id: str,
+    seq: int,
+    text: str,
+    now: int,
+    keep: int,
+) -> bool:
     """Store the checkpoint text for ``seq``; False (nothing written) when the session's
     stored log ends before ``seq`` (its events are not all stored yet)."""
+    sessions, session_checkpoints = tables.sessions, tables.session_checkpoints
+    cp = session_checkpoints.c
     next_seq = conn.execute(
         select(sessions.c.next_seq).where(sessions.c.id == session_id)
     ).scalar_one_or_none()
@@ -54,7 +63,9 @@ def write(conn: Connection, session_id: str, seq: int, text: str, now: int, keep
     return True
 
 
-def delete_all(conn: Connection, session_id: str) -> int:
+def delete_all(conn: Connection, tables: Tables, session_id: str) -> int:
     """Delete every checkpoint of a session (changes nothing but speed)."""
+    session_checkpoints = tables.session_checkpoints
+    cp = session_checkpoints.c
     result = conn.execute(delete(session_checkpoints).where(cp.session_id == session_id))
     return int(result.rowcount)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from ..errors import StoreError
+from ..errors import NamespaceError, StoreError
 
 __all__ = [
     "SQLiteOptions",
@@ -60,30 +60,62 @@ class StoreURL:
     """Driver arguments taken out of the URL's query (libpq spellings → asyncpg's)."""
     pooler: bool = False
     """PostgreSQL behind a transaction-pooling connection pooler (``?pgbouncer=true``)."""
+    schema: str | None = None
+    """The URL's ``schema`` parameter (a namespace: `namespace.resolve`), taken out of it."""
+    table_prefix: str | None = None
+    """The URL's ``table_prefix`` parameter, taken out of it."""
 
     @property
     def memory(self) -> bool:
         return self.dialect == "sqlite" and self.path is None
 
     def render(self) -> str:
-        """The URL with any password masked, for messages."""
-        return self.url.render_as_string(hide_password=True)
+        """The URL with any password masked, for messages (with its namespace parameters)."""
+        url = self.url
+        if self.schema is not None:
+            url = url.update_query_dict({"schema": self.schema})
+        if self.table_prefix is not None:
+            url = url.update_query_dict({"table_prefix": self.table_prefix})
+        return url.render_as_string(hide_password=True)
+
+
+NAMESPACE_PARAMETERS = ("schema", "table_prefix")
+"""URL parameters that name a namespace (docs/design.md, "Namespaces"), never the driver's."""
+
+
+def _namespace_parameters(parsed: URL) -> tuple[URL, dict[str, str]]:
+    """The URL without ``schema`` / ``table_prefix``, and their values (one each)."""
+    found: dict[str, str] = {}
+    for name in NAMESPACE_PARAMETERS:
+        value = parsed.query.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):  # given twice: ('a', 'b')
+            raise NamespaceError(
+                f"the database URL gives {name} more than once", option=name, value=value
+            )
+        found[name] = value
+    return (parsed.difference_update_query(found) if found else parsed), found
 
 
 def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
-    """Accept ``sqlite:///file``, ``sqlite+aiosqlite://``, ``postgresql://…`` or a plain path."""
+    """Accept ``sqlite:///file``, ``sqlite+aiosqlite://``, ``postgresql://…`` or a plain path.
+
+    The ``schema`` and ``table_prefix`` URL parameters name a namespace; they are taken out
+    of the URL into `StoreURL.schema` / `StoreURL.table_prefix` (checked by
+    `namespace.resolve` when a store or migration uses them)."""
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
         path = Path(os.fspath(url)).expanduser().absolute()
         return StoreURL(make_url(f"sqlite+aiosqlite:///{path}"), "sqlite", path)
-    parsed = make_url(url)
+    parsed, names = _namespace_parameters(make_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
         database = parsed.database
         if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
-            return StoreURL(parsed, "sqlite", None)
+            return StoreURL(parsed, "sqlite", None, **names)  # type: ignore[arg-type]
         path = Path(database).expanduser().absolute()
-        return StoreURL(parsed.set(database=str(path)), "sqlite", path)
+        return StoreURL(parsed.set(database=str(path)), "sqlite", path, **names)  # type: ignore[arg-type]
     if backend in ("postgresql", "postgres"):
         query = dict(parsed.query)
         args: dict[str, Any] = {}
@@ -105,7 +137,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             args["prepared_statement_name_func"] = _unique_statement_name
             query["prepared_statement_cache_size"] = "0"
         url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(url_, "postgresql", None, args, pooler)
+        return StoreURL(url_, "postgresql", None, args, pooler, **names)
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )

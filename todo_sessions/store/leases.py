@@ -13,7 +13,8 @@ A lease whose holder is a process of this host that no longer runs (same host na
 such pid) counts as expired, so a crashed service's sessions are resumed at once on its host.
 Times are the store clock's milliseconds of each writer: hosts sharing a database need clocks
 that agree to well within a lease's duration (the default is 30 s, renewed every 10 s).
-The plain store API takes no lease unless asked.
+The plain store API takes no lease unless asked. Each function takes the namespace's
+``session_leases`` table (`schema.Tables`); what an append checks is `queries.Queries.lease_state`.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Table, select
 from sqlalchemy.engine import Connection
 
 from ..errors import LeaseLostError, SessionLeasedError
-from .schema import session_leases
 
 __all__ = [
     "Lease",
@@ -35,19 +35,9 @@ __all__ = [
     "acquire",
     "check",
     "holders",
-    "lease_state",
     "release",
     "renew",
 ]
-
-le = session_leases.c
-
-lease_state = (
-    select(le.owner, le.epoch, le.expires_at)
-    .where(le.session_id == bindparam("session_id"))
-    .with_for_update(read=True)
-)
-"""What an append under a lease checks (PostgreSQL: ``FOR SHARE``, so a takeover waits)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +100,27 @@ def check(session_id: str, state: Any, lease: Lease, now: int) -> None:
         raise LeaseLostError(session_id, f"it expired at {expires_at} (now {now})")
 
 
-def _row(conn: Connection, session_id: str) -> LeaseHolder | None:
+def _row(conn: Connection, table: Table, session_id: str) -> LeaseHolder | None:
     found = conn.execute(
-        select(session_leases).where(le.session_id == session_id).with_for_update()
+        select(table).where(table.c.session_id == session_id).with_for_update()
     ).first()
     return None if found is None else LeaseHolder(**found._asdict())
 
 
 def acquire(
-    conn: Connection, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
+    conn: Connection,
+    table: Table,
+    session_id: str,
+    owner: str,
+    now: int,
+    ttl_ms: int,
+    *,
+    steal: bool,
 ) -> Lease:
     """Take the lease (in the caller's write transaction): free, expired, already ours, or
     ``steal`` → a new epoch; held by another live owner → `SessionLeasedError`."""
-    current = _row(conn, session_id)
+    current = _row(conn, table, session_id)
+    le = table.c
     values = {
         "owner": owner,
         "host": socket.gethostname(),
@@ -131,34 +129,31 @@ def acquire(
         "expires_at": now + ttl_ms,
     }
     if current is None:
-        conn.execute(session_leases.insert().values(session_id=session_id, epoch=1, **values))
+        conn.execute(table.insert().values(session_id=session_id, epoch=1, **values))
         return Lease(session_id, owner, 1, now + ttl_ms)
     if current.owner != owner and current.live(now) and not steal:
         raise SessionLeasedError(session_id, current.describe(), current.expires_at)
     epoch = current.epoch + 1
-    conn.execute(
-        session_leases.update().where(le.session_id == session_id).values(epoch=epoch, **values)
-    )
+    conn.execute(table.update().where(le.session_id == session_id).values(epoch=epoch, **values))
     return Lease(session_id, owner, epoch, now + ttl_ms)
 
 
-def renew(conn: Connection, lease: Lease, now: int, ttl_ms: int) -> Lease:
+def renew(conn: Connection, table: Table, lease: Lease, now: int, ttl_ms: int) -> Lease:
     """Extend a lease still held (`LeaseLostError` when it was taken over or ran out)."""
-    current = _row(conn, lease.session_id)
+    current = _row(conn, table, lease.session_id)
     state = None if current is None else (current.owner, current.epoch, current.expires_at)
     check(lease.session_id, state, lease, now)
     conn.execute(
-        session_leases.update()
-        .where(le.session_id == lease.session_id)
-        .values(expires_at=now + ttl_ms)
+        table.update().where(table.c.session_id == lease.session_id).values(expires_at=now + ttl_ms)
     )
     return Lease(lease.session_id, lease.owner, lease.epoch, now + ttl_ms)
 
 
-def release(conn: Connection, lease: Lease) -> bool:
+def release(conn: Connection, table: Table, lease: Lease) -> bool:
     """Give a lease back; False when it was no longer ours (nothing changed)."""
+    le = table.c
     result = conn.execute(
-        session_leases.delete().where(
+        table.delete().where(
             le.session_id == lease.session_id,
             le.owner == lease.owner,
             le.epoch == lease.epoch,
@@ -167,8 +162,8 @@ def release(conn: Connection, lease: Lease) -> bool:
     return bool(result.rowcount)
 
 
-def holders(conn: Connection, session_ids: list[str]) -> dict[str, LeaseHolder]:
+def holders(conn: Connection, table: Table, session_ids: list[str]) -> dict[str, LeaseHolder]:
     if not session_ids:
         return {}
-    found = conn.execute(select(session_leases).where(le.session_id.in_(session_ids)))
+    found = conn.execute(select(table).where(table.c.session_id.in_(session_ids)))
     return {row.session_id: LeaseHolder(**row._asdict()) for row in found}

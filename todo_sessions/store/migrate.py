@@ -17,6 +17,11 @@ first and puts them back afterwards (`_alembic_globals_kept`): the host's ``cont
 directory and version table (``todo_sessions_alembic_version``); it is never merged into the
 host's. `alembic_include_object` / `alembic_include_name` keep the host's autogenerate away
 from our tables.
+
+Every function takes a namespace (``schema=`` / ``table_prefix=``, or a URL's parameters of
+those names; `namespace.resolve`): the revisions read it from ``config.attributes``
+(`namespace.migration_namespace`) and create, change and drop that namespace's tables,
+triggers and version table only.
 """
 
 from __future__ import annotations
@@ -39,9 +44,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..errors import SchemaError
 from .engine import SQLiteOptions, StoreURL, parse_url
+from .namespace import DEFAULT, MIGRATION_ATTRIBUTE, Namespace, resolve
 from .reads import read_store_id
 from .recorder import Recorder, open_recorder
-from .schema import VERSION_TABLE, metadata
 from .translate import translate_errors
 
 __all__ = [
@@ -93,18 +98,24 @@ def known_revisions() -> frozenset[str]:
     return frozenset(rev.revision for rev in script.walk_revisions())
 
 
-def current_revision(connection: Connection) -> str | None:
-    """The revision the database is at, or None if our migrations never ran on it."""
-    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+def current_revision(connection: Connection, namespace: Namespace = DEFAULT) -> str | None:
+    """The revision the namespace is at, or None if our migrations never ran on it."""
+    context = MigrationContext.configure(
+        connection,
+        opts={
+            "version_table": namespace.version_table,
+            "version_table_schema": namespace.schema,
+        },
+    )
     heads = context.get_current_heads()
     if len(heads) > 1:
         raise SchemaError(f"database has several todo_sessions schema heads: {heads}")
     return heads[0] if heads else None
 
 
-def check_revision(connection: Connection) -> str | None:
+def check_revision(connection: Connection, namespace: Namespace = DEFAULT) -> str | None:
     """Return the current revision; refuse one this version does not know (a newer schema)."""
-    revision = current_revision(connection)
+    revision = current_revision(connection, namespace)
     if revision is not None and revision not in known_revisions():
         raise SchemaError(
             f"database schema revision {revision!r} is unknown to this version of "
@@ -113,14 +124,31 @@ def check_revision(connection: Connection) -> str | None:
     return revision
 
 
-def check_not_foreign(connection: Connection) -> None:
-    """Refuse a database that has tables with our names that our migrations did not create."""
-    existing = set(inspect(connection).get_table_names()) & set(metadata.tables)
-    if existing and current_revision(connection) is None:
+def check_not_foreign(connection: Connection, namespace: Namespace = DEFAULT) -> None:
+    """Refuse a database that has tables with our names (in the namespace) that our
+    migrations did not create."""
+    names = inspect(connection).get_table_names(schema=namespace.schema)
+    existing = set(names) & namespace.table_names
+    if existing and current_revision(connection, namespace) is None:
+        where = "" if namespace.schema is None else f" in schema {namespace.schema!r}"
         raise SchemaError(
-            f"the database already has table(s) {sorted(existing)} that todo_sessions did not "
-            "create; use another database (or schema) for todo_sessions"
+            f"the database already has table(s) {sorted(existing)}{where} that todo_sessions "
+            "did not create; give todo_sessions a namespace of its own (schema= on PostgreSQL, "
+            "table_prefix= on SQLite) or another database"
         )
+
+
+def namespace_of(
+    target: StoreURL, *, schema: str | None = None, table_prefix: str | None = None
+) -> Namespace:
+    """The namespace of a URL's parameters and the keyword arguments (`namespace.resolve`)."""
+    return resolve(
+        target.dialect,
+        schema=schema,
+        table_prefix=table_prefix,
+        url_schema=target.schema,
+        url_table_prefix=target.table_prefix,
+    )
 
 
 async def run_locked(
@@ -136,9 +164,8 @@ async def run_locked(
             from .postgres import run_locked_on
 
             return await run_locked_on(target, fn)
-        recorder = open_recorder(
-            target if isinstance(target, StoreURL) else parse_url(target), sqlite=SQLiteOptions()
-        )
+        parsed = target if isinstance(target, StoreURL) else parse_url(target)
+        recorder = open_recorder(parsed, sqlite=SQLiteOptions(), namespace=namespace_of(parsed))
         try:
             await recorder.open()
             return await recorder.run_locked(fn)
@@ -146,20 +173,26 @@ async def run_locked(
             await recorder.close()
 
 
-def schema_revision(connection: Connection) -> str | None:
+def schema_revision(connection: Connection, namespace: Namespace = DEFAULT) -> str | None:
     """The current revision (None: never migrated), refusing a newer or foreign schema."""
-    revision = check_revision(connection)
+    revision = check_revision(connection, namespace)
     if revision is None:
-        check_not_foreign(connection)
+        check_not_foreign(connection, namespace)
     return revision
 
 
 async def prepare_schema(
-    recorder: Recorder, *, migrate: bool, url: str, read_only: bool = False
+    recorder: Recorder,
+    *,
+    migrate: bool,
+    url: str,
+    read_only: bool = False,
+    namespace: Namespace = DEFAULT,
 ) -> str:
-    """Check the schema of an open recorder's database, upgrade it if ``migrate`` (else a
-    `SchemaError` when it is behind), and return the database's store id."""
-    revision = await recorder.run_sync(schema_revision, write=False)
+    """Check the schema of an open recorder's database (the namespace's tables), upgrade it
+    if ``migrate`` (else a `SchemaError` when it is behind), and return the database's store
+    id."""
+    revision = await recorder.run_sync(lambda c: schema_revision(c, namespace), write=False)
     if revision != head_revision():
         state = "not migrated" if revision is None else f"at revision {revision!r}"
         if read_only:
@@ -170,7 +203,7 @@ async def prepare_schema(
             raise SchemaError(
                 f"{url} is {state}; run `todo-sessions migrate` or open the store with migrate=True"
             )
-        await recorder.run_locked(_upgrade)
+        await recorder.run_locked(lambda c: _upgrade(c, "head", namespace))
     store_id = await recorder.read(read_store_id)
     if store_id is None:
         raise SchemaError(f"{url}: store_state has no store id; not our database")
@@ -205,25 +238,45 @@ def _alembic_globals_kept() -> Iterator[None]:
                 namespace.update(before)
 
 
-def _alembic(connection: Connection, action: Callable[..., Any], revision: str) -> None:
+def _alembic(
+    connection: Connection,
+    action: Callable[..., Any],
+    revision: str,
+    namespace: Namespace = DEFAULT,
+) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
+    config.attributes[MIGRATION_ATTRIBUTE] = namespace
     with _alembic_globals_kept():
         action(config, revision)
 
 
-def _upgrade(connection: Connection, revision: str = "head") -> str | None:
-    before = check_revision(connection)
+def _upgrade(
+    connection: Connection, revision: str = "head", namespace: Namespace = DEFAULT
+) -> str | None:
+    before = check_revision(connection, namespace)
     if before is None:
-        check_not_foreign(connection)
+        check_not_foreign(connection, namespace)
     target = head_revision() if revision == "head" else revision
     if before != target:
-        _alembic(connection, command.upgrade, revision)
+        _alembic(connection, command.upgrade, revision, namespace)
     return before
 
 
+def _resolved(
+    dialect: str, schema: str | None, table_prefix: str | None, target: StoreURL | None = None
+) -> Namespace:
+    if target is not None:
+        return namespace_of(target, schema=schema, table_prefix=table_prefix)
+    return resolve(dialect, schema=schema, table_prefix=table_prefix)
+
+
 async def migrate(
-    url: str | URL | AsyncEngine | AsyncConnection, *, revision: str = "head"
+    url: str | URL | AsyncEngine | AsyncConnection,
+    *,
+    revision: str = "head",
+    schema: str | None = None,
+    table_prefix: str | None = None,
 ) -> None:
     """Bring the database's todo_sessions schema up to ``revision`` (default: the newest).
 
@@ -231,6 +284,8 @@ async def migrate(
     (see `migrate_on` for how a connection's transaction is used). Safe to call from a
     running event loop and from several processes at once; a database already at the
     revision is left untouched. A synchronous `Connection` or `Engine` goes to `migrate_on`.
+    ``schema`` (PostgreSQL) or ``table_prefix`` (SQLite), or the URL's parameters of those
+    names, migrate that namespace (docs/design.md, "Namespaces").
     """
     if isinstance(url, Connection | Engine):
         raise TypeError(
@@ -238,13 +293,26 @@ async def migrate(
             "synchronous Connection or Engine call todo_sessions.migrate_on(connection)"
         )
     if isinstance(url, AsyncConnection):
+        namespace = _resolved(url.dialect.name, schema, table_prefix)
         with translate_errors("migrating the database"):
-            await url.run_sync(lambda conn: migrate_on(conn, revision=revision))
+            await url.run_sync(lambda conn: _migrate_on(conn, revision, namespace))
         return
-    await run_locked(url, lambda conn: _upgrade(conn, revision))
+    if isinstance(url, AsyncEngine):
+        namespace = _resolved(url.dialect.name, schema, table_prefix)
+        await run_locked(url, lambda conn: _upgrade(conn, revision, namespace))
+        return
+    target = parse_url(url)
+    namespace = _resolved(target.dialect, schema, table_prefix, target)
+    await run_locked(target, lambda conn: _upgrade(conn, revision, namespace))
 
 
-def migrate_on(connection: Connection | Engine, *, revision: str = "head") -> None:
+def migrate_on(
+    connection: Connection | Engine,
+    *,
+    revision: str = "head",
+    schema: str | None = None,
+    table_prefix: str | None = None,
+) -> None:
     """Run our migrations on a synchronous SQLAlchemy ``connection`` (or ``Engine``) that a
     host application gives us, e.g. from its own alembic ``env.py``.
 
@@ -259,29 +327,38 @@ def migrate_on(connection: Connection | Engine, *, revision: str = "head") -> No
     ``alembic_version``, and alembic's module globals (``alembic.context``, ``alembic.op``)
     are left exactly as they were, so the host's own ``alembic upgrade`` goes on unharmed,
     before or after this call. Raises `SchemaError` for a foreign or newer schema.
+
+    ``schema`` (PostgreSQL, created if missing) or ``table_prefix`` (SQLite) puts our tables
+    and version table in that namespace; use the same namespace's hooks
+    (``Namespace(schema=...).include_object``) in the host's ``context.configure``.
     """
     if isinstance(connection, AsyncConnection | AsyncEngine):
         raise TypeError(
             "migrate_on() takes a synchronous Connection or Engine; for an AsyncConnection or "
             "AsyncEngine use `await todo_sessions.migrate(connection)`"
         )
-    if isinstance(connection, Engine):
-        with connection.connect() as conn:
-            migrate_on(conn, revision=revision)
-        return
-    if not isinstance(connection, Connection):
+    if not isinstance(connection, Connection | Engine):
         raise TypeError(
             f"migrate_on() takes a SQLAlchemy Connection or Engine, got {type(connection).__name__}"
         )
+    namespace = _resolved(connection.dialect.name, schema, table_prefix)
+    if isinstance(connection, Engine):
+        with connection.connect() as conn:
+            _migrate_on(conn, revision, namespace)
+        return
+    _migrate_on(connection, revision, namespace)
+
+
+def _migrate_on(connection: Connection, revision: str, namespace: Namespace) -> None:
     with translate_errors("migrating the database"):
         if connection.in_transaction():
             _lock(connection)
-            _upgrade(connection, revision)
+            _upgrade(connection, revision, namespace)
             return
         with connection.begin():
             _begin_immediate(connection)
             _lock(connection)
-            _upgrade(connection, revision)
+            _upgrade(connection, revision, namespace)
 
 
 def _lock(connection: Connection) -> None:
@@ -308,23 +385,12 @@ def _begin_immediate(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _ours(name: str | None, schema: str | None) -> bool:
-    """A table of todo_sessions: one of our tables, or our alembic version table (in the
-    default schema, where our migrations create them)."""
-    return (
-        schema is None and name is not None and (name in metadata.tables or name == VERSION_TABLE)
-    )
-
-
 def alembic_include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
     """An ``include_name`` hook for a host application's alembic ``context.configure``: skip
     our tables (and their columns, indexes and constraints) and our version table, so the
-    host's autogenerate never proposes to drop or change them."""
-    if type_ == "table":
-        return not _ours(name, parent_names.get("schema_name"))
-    if "table_name" in parent_names:
-        return not _ours(parent_names["table_name"], parent_names.get("schema_name"))
-    return True
+    host's autogenerate never proposes to drop or change them. (The default namespace's;
+    a namespace's own is `Namespace.include_name`.)"""
+    return DEFAULT.include_name(name, type_, parent_names)
 
 
 def alembic_include_object(
@@ -332,12 +398,24 @@ def alembic_include_object(
 ) -> bool:
     """An ``include_object`` hook for a host application's alembic ``context.configure``:
     the same as `alembic_include_name`, judged on the objects (tables, and the indexes,
-    columns and constraints of tables)."""
-    table = obj if type_ == "table" else getattr(obj, "table", None)
-    table_name = name if type_ == "table" else getattr(table, "name", None)
-    return not _ours(table_name, getattr(table, "schema", None))
+    columns and constraints of tables). (The default namespace's; a namespace's own is
+    `Namespace.include_object`.)"""
+    return DEFAULT.include_object(obj, name, type_, reflected, compare_to)
 
 
-async def downgrade(url: str | URL | AsyncEngine, *, revision: str) -> None:
-    """Step the schema back to ``revision`` (``"base"`` drops every table we own)."""
-    await run_locked(url, lambda conn: _alembic(conn, command.downgrade, revision))
+async def downgrade(
+    url: str | URL | AsyncEngine,
+    *,
+    revision: str,
+    schema: str | None = None,
+    table_prefix: str | None = None,
+) -> None:
+    """Step the schema back to ``revision`` (``"base"`` drops every table we own in the
+    namespace; a PostgreSQL schema itself stays, with our empty version table)."""
+    if isinstance(url, AsyncEngine):
+        namespace = _resolved(url.dialect.name, schema, table_prefix)
+        await run_locked(url, lambda conn: _alembic(conn, command.downgrade, revision, namespace))
+        return
+    target = parse_url(url)
+    namespace = _resolved(target.dialect, schema, table_prefix, target)
+    await run_locked(target, lambda conn: _alembic(conn, command.downgrade, revision, namespace))

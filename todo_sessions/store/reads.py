@@ -4,7 +4,8 @@ A read operation (``read_events``, ``latest_todos``, ``surface_state``, ``list_s
 takes a `Rows` and does its queries and decoding synchronously, inside one read transaction
 that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection, on
 PostgreSQL on the asyncpg connection. Both run the same SQLAlchemy Core statements
-(`STATEMENTS`), compiled once per driver (`compile_reads`).
+(`read_statements` of a namespace's `queries.Queries`), compiled once per driver and namespace
+(`compile_reads`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,8 @@ from ..core.jsonvalue import decode_json
 from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .codec import check_format_version, rows_to_events
-from .queries import (
-    SUMMARY_COLUMNS,
-    compile_positional,
-    select_store_id,
-    select_summaries,
-)
+from .queries import DEFAULT_QUERIES, SUMMARY_COLUMNS, Queries, compile_positional
 from .recorder import AppendBatch, AppendOutcome, check_batch_start
-from .schema import session_checkpoints, session_events, sessions
 
 __all__ = [
     "STATEMENTS",
@@ -47,6 +42,7 @@ __all__ = [
     "live_state",
     "read_events",
     "read_session",
+    "read_statements",
     "read_store_id",
     "read_summary",
     "seqs_past_end",
@@ -54,10 +50,6 @@ __all__ = [
     "surface_state",
     "usage_payloads",
 ]
-
-ev = session_events.c
-se = sessions.c
-cp = session_checkpoints.c
 
 SESSION_COLUMNS = (
     "id",
@@ -74,67 +66,76 @@ SESSION_COLUMNS = (
     "next_seq",
     "updated_at",
 )
-_EVENT_COLUMNS = (
-    ev.seq,
-    ev.type,
-    ev.time,
-    ev.data,
-    ev.surface_op,
-    ev.source_event_seqs,
-    ev.ignorable,
-)
 _SID: Any = bindparam("session_id")
 
-STATEMENTS: dict[str, Any] = {
-    "session": select(*(se[name] for name in SESSION_COLUMNS)).where(se.id == _SID),
-    "events": select(*_EVENT_COLUMNS)
-    .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
-    .order_by(ev.seq),
-    "surface": select(*_EVENT_COLUMNS)
-    .where(
-        ev.session_id == _SID,
-        ev.surface_op.is_not(None),
-        ev.seq >= bindparam("from_seq"),
-        ev.seq < bindparam("upto"),
+
+def read_statements(queries: Queries) -> dict[str, Any]:
+    """The read statements over a namespace's tables, by name."""
+    tables = queries.tables
+    ev, se = tables.session_events.c, tables.sessions.c
+    cp = tables.session_checkpoints.c
+    event_columns = (
+        ev.seq,
+        ev.type,
+        ev.time,
+        ev.data,
+        ev.surface_op,
+        ev.source_event_seqs,
+        ev.ignorable,
     )
-    .order_by(ev.seq),
-    "checkpoints_at_most": select(cp.seq, cp.state)
-    .where(cp.session_id == _SID, cp.seq <= bindparam("upto"))
-    .order_by(cp.seq.desc())
-    .limit(bindparam("limit")),
-    "checkpoint_list": select(cp.seq, cp.format_version, cp.created_at, func.length(cp.state))
-    .where(cp.session_id == _SID)
-    .order_by(cp.seq),
-    "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
-    "latest_of_type": select(ev.seq, ev.data)
-    .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
-    .order_by(ev.seq.desc())
-    .limit(1),
-    "count_of_type": select(func.count())
-    .select_from(session_events)
-    .where(ev.session_id == _SID, ev.type == bindparam("type")),
-    "summaries": select_summaries(before=False),
-    "summaries_before": select_summaries(before=True),
-    "summary": select(*(se[name] for name in SUMMARY_COLUMNS)).where(se.id == _SID),
-    "all_of_type": select(ev.seq, ev.data)
-    .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
-    .order_by(ev.seq),
-    "store_id": select_store_id,
-    "ids_of_sessions": select(se.id)
-    .where(se.id > bindparam("after"))
-    .order_by(se.id)
-    .limit(bindparam("limit")),
-    "ids_of_events": select(ev.session_id)
-    .where(ev.session_id > bindparam("after"))
-    .group_by(ev.session_id)
-    .order_by(ev.session_id)
-    .limit(bindparam("limit")),
-    "past_end": select(ev.seq)
-    .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
-    .order_by(ev.seq)
-    .limit(bindparam("limit")),
-}
-"""The read statements, by name."""
+    return {
+        "session": select(*(se[name] for name in SESSION_COLUMNS)).where(se.id == _SID),
+        "events": select(*event_columns)
+        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
+        .order_by(ev.seq),
+        "surface": select(*event_columns)
+        .where(
+            ev.session_id == _SID,
+            ev.surface_op.is_not(None),
+            ev.seq >= bindparam("from_seq"),
+            ev.seq < bindparam("upto"),
+        )
+        .order_by(ev.seq),
+        "checkpoints_at_most": select(cp.seq, cp.state)
+        .where(cp.session_id == _SID, cp.seq <= bindparam("upto"))
+        .order_by(cp.seq.desc())
+        .limit(bindparam("limit")),
+        "checkpoint_list": select(cp.seq, cp.format_version, cp.created_at, func.length(cp.state))
+        .where(cp.session_id == _SID)
+        .order_by(cp.seq),
+        "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
+        "latest_of_type": select(ev.seq, ev.data)
+        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
+        .order_by(ev.seq.desc())
+        .limit(1),
+        "count_of_type": select(func.count())
+        .select_from(tables.session_events)
+        .where(ev.session_id == _SID, ev.type == bindparam("type")),
+        "summaries": queries.select_summaries(before=False),
+        "summaries_before": queries.select_summaries(before=True),
+        "summary": select(*(se[name] for name in SUMMARY_COLUMNS)).where(se.id == _SID),
+        "all_of_type": select(ev.seq, ev.data)
+        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
+        .order_by(ev.seq),
+        "store_id": queries.select_store_id,
+        "ids_of_sessions": select(se.id)
+        .where(se.id > bindparam("after"))
+        .order_by(se.id)
+        .limit(bindparam("limit")),
+        "ids_of_events": select(ev.session_id)
+        .where(ev.session_id > bindparam("after"))
+        .group_by(ev.session_id)
+        .order_by(ev.session_id)
+        .limit(bindparam("limit")),
+        "past_end": select(ev.seq)
+        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
+        .order_by(ev.seq)
+        .limit(bindparam("limit")),
+    }
+
+
+STATEMENTS: dict[str, Any] = read_statements(DEFAULT_QUERIES)
+"""The default namespace's read statements, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,32 +168,35 @@ def list_statement(filters: frozenset[str]) -> str:
 
 
 class CompiledReads(dict[str, CompiledRead]):
-    """`STATEMENTS` compiled for one driver, and the `list` page of each combination of
-    filters (`list_statement`) compiled the first time it is asked for: at most one per
-    subset of `LIST_FILTERS`, so this never grows with what callers pass."""
+    """A namespace's read statements compiled for one driver, and the `list` page of each
+    combination of filters (`list_statement`) compiled the first time it is asked for: at most
+    one per subset of `LIST_FILTERS`, so this never grows with what callers pass."""
 
-    def __init__(self, dialect: Any) -> None:
+    def __init__(self, dialect: Any, queries: Queries = DEFAULT_QUERIES) -> None:
+        statements = STATEMENTS if queries is DEFAULT_QUERIES else read_statements(queries)
         super().__init__(
-            (name, _compile_read(statement, dialect)) for name, statement in STATEMENTS.items()
+            (name, _compile_read(statement, dialect)) for name, statement in statements.items()
         )
         self._dialect = dialect
+        self._queries = queries
 
     def __missing__(self, name: str) -> CompiledRead:
         if not name.startswith(_LIST_PREFIX):
             raise KeyError(name)
         filters = frozenset(f for f in name[len(_LIST_PREFIX) :].split(",") if f)
-        compiled = _compile_read(select_summaries(filters=filters), self._dialect)
+        compiled = _compile_read(self._queries.select_summaries(filters=filters), self._dialect)
         self[name] = compiled  # a race compiles it twice, harmlessly
         return compiled
 
 
-def compile_reads(dialect: Any) -> dict[str, CompiledRead]:
-    """`STATEMENTS` compiled once for a driver (each backend module does this at import)."""
-    return CompiledReads(dialect)
+def compile_reads(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> dict[str, CompiledRead]:
+    """A namespace's read statements compiled for a driver (`namespace.Namespace.compiled`
+    does this once per namespace and backend)."""
+    return CompiledReads(dialect, queries)
 
 
 class Rows(Protocol):
-    """Runs a named statement of `STATEMENTS` and returns its rows as tuples. Each backend
+    """Runs a named read statement (`read_statements`) and returns its rows as tuples. Each backend
     module has one (``SQLiteRows``, ``AsyncpgRows``)."""
 
     def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
@@ -418,7 +422,7 @@ def live_state(rows: Rows, session_id: str) -> StateRead:
             events = events[1:]
         try:
             live.apply_all(events)
-        except InvalidEventError as exc:
+        except (InvalidEventError, CheckpointError) as exc:
             _cannot_continue(session_id, origin, exc, skipped)
             continue
         return StateRead(row, live, origin, skipped)
@@ -432,12 +436,16 @@ _STALE = (
 
 
 def _cannot_continue(
-    session_id: str, origin: int | None, exc: InvalidEventError, skipped: list[str]
+    session_id: str,
+    origin: int | None,
+    exc: InvalidEventError | CheckpointError,
+    skipped: list[str],
 ) -> None:
-    """The stored events do not apply: to a checkpoint, pass it over; from seq 0, the log
-    itself is damaged."""
+    """The stored events do not apply (or a checkpoint's nodes do not decode): to a
+    checkpoint, pass it over; from seq 0, the log itself is damaged."""
     if origin is None:
-        raise CorruptSessionError(session_id, exc.seq, str(exc)) from None
+        seq = exc.seq if isinstance(exc, InvalidEventError) else None
+        raise CorruptSessionError(session_id, seq, str(exc)) from None
     skipped.append(f"checkpoint at seq {origin} does not continue with the log: {exc}")
 
 
@@ -462,7 +470,8 @@ def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRea
         try:
             for event in events:
                 live.surface.apply(event)
-        except InvalidEventError as exc:
+            live.surface.snapshot()  # decodes a checkpoint's nodes: damage passes it over here
+        except (InvalidEventError, CheckpointError) as exc:
             _cannot_continue(session_id, origin, exc, skipped)
             continue
         return StateRead(row, live, origin, skipped)

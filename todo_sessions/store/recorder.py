@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 
@@ -30,6 +30,9 @@ from ..core.meta import MetaChange, fold_title
 from ..errors import SeqConflictError
 from .engine import SQLiteOptions, StoreURL
 from .leases import Lease
+
+if TYPE_CHECKING:
+    from .namespace import Namespace
 
 __all__ = [
     "AppendBatch",
@@ -235,14 +238,24 @@ def open_recorder(
     pool_size: int = 5,
     max_overflow: int = 10,
     listen: StoreURL | None = None,
+    namespace: Namespace | None = None,
 ) -> Recorder:
-    """The recorder for ``target``'s backend (not yet connected)."""
+    """The recorder for ``target``'s backend (not yet connected), for the tables of
+    ``namespace`` (None: the default namespace)."""
+    from .namespace import DEFAULT
+
+    namespace = DEFAULT if namespace is None else namespace
+    namespace.check_dialect(target.dialect)
     if target.dialect == "postgresql":
         from .postgres import PostgresRecorder
 
         return PostgresRecorder(
-            target, pool_size=pool_size, max_overflow=max_overflow, listen=listen
+            target,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            listen=listen,
+            namespace=namespace,
         )
     from .sqlite import SQLiteRecorder
 
-    return SQLiteRecorder(target, sqlite)
+    return SQLiteRecorder(target, sqlite, namespace)

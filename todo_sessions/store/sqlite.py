@@ -41,15 +41,15 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from ..errors import SessionNotFoundError, StoreError
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
 from .leases import check as check_lease
-from .queries import compile_append, compile_positional, delete_lease, delete_session
-from .reads import compile_reads
+from .namespace import DEFAULT, Namespace, Statements
+from .queries import AppendStatements
+from .reads import CompiledRead
 from .recorder import (
     AppendBatch,
     AppendOutcome,
@@ -69,23 +69,20 @@ READERS = 2
 THREADS = 1 + READERS
 """Most threads one SQLite store ever runs: the writer and the readers."""
 
-_SQL = compile_append(sqlite_dialect.dialect(paramstyle="qmark"))
-_DELETE = compile_positional(delete_session, sqlite_dialect.dialect(paramstyle="qmark"))[0]
-_DELETE_LEASE = compile_positional(delete_lease, sqlite_dialect.dialect(paramstyle="qmark"))[0]
-_READS = compile_reads(sqlite_dialect.dialect(paramstyle="qmark"))
 _WRITE_OPTION = "todo_sessions_write"
 
 
 class SQLiteRows:
-    """`reads.Rows` on a plain sqlite3 connection."""
+    """`reads.Rows` on a plain sqlite3 connection, with its namespace's compiled reads."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_reads")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, reads: Mapping[str, CompiledRead]) -> None:
         self._conn = conn
+        self._reads = reads
 
     def fetch(self, name: str, params: Mapping[str, Any]) -> list[Any]:
-        read = _READS[name]
+        read = self._reads[name]
         return self._conn.execute(read.sql, read.args(params)).fetchall()
 
 
@@ -191,9 +188,10 @@ class _CallJob:
 class _Writer:
     """The writer thread: runs jobs in order, committing queued appends as one group."""
 
-    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+    def __init__(self, target: StoreURL, options: SQLiteOptions, sql: AppendStatements) -> None:
         self._target = target
         self._options = options
+        self._sql = sql
         self._jobs: queue.SimpleQueue[_AppendJob | _CallJob | None] = queue.SimpleQueue()
         self.conn: sqlite3.Connection | None = None
         self._engine: Engine | None = None
@@ -292,12 +290,12 @@ class _Writer:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if len(group) == 1:
-                    outcomes[0] = (_append(conn, group[0].batch), None)
+                    outcomes[0] = (_append(conn, group[0].batch, self._sql), None)
                 else:
                     for i, job in enumerate(group):
                         conn.execute("SAVEPOINT todo_sessions_append")
                         try:
-                            outcome = _append(conn, job.batch)
+                            outcome = _append(conn, job.batch, self._sql)
                         except Exception as exc:
                             conn.execute("ROLLBACK TO todo_sessions_append")
                             conn.execute("RELEASE todo_sessions_append")
@@ -317,8 +315,9 @@ class _Writer:
         _hand_back([(job.future, *outcomes[i]) for i, job in enumerate(group)])
 
 
-def _append(conn: sqlite3.Connection, batch: AppendBatch) -> AppendOutcome:
-    """The append transaction's statements (the caller holds the write lock)."""
+def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> AppendOutcome:
+    """The append transaction's statements (the caller holds the write lock), compiled for
+    the store's namespace."""
     session_id = batch.session_id
     if batch.lease is not None:
         leased = conn.execute(_SQL.lease.sql, (session_id,)).fetchone()
@@ -350,10 +349,15 @@ def _close_writer(_conn: sqlite3.Connection, writer: _Writer) -> None:
     writer.close_connection()
 
 
-def _read_on(conn: sqlite3.Connection, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+def _read_on(
+    conn: sqlite3.Connection,
+    reads: Mapping[str, CompiledRead],
+    op: Callable[..., T],
+    args: tuple[Any, ...],
+) -> T:
     conn.execute("BEGIN")
     try:
-        return op(SQLiteRows(conn), *args)
+        return op(SQLiteRows(conn, reads), *args)
     finally:
         conn.execute("ROLLBACK")
 
@@ -387,11 +391,11 @@ def _integrity_problems(conn: sqlite3.Connection) -> list[str]:
     return problems
 
 
-def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
+def _delete(conn: sqlite3.Connection, sql: Statements, session_id: str) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        deleted = conn.execute(_DELETE, (session_id,)).rowcount
-        conn.execute(_DELETE_LEASE, (session_id,))
+        deleted = conn.execute(sql.delete.sql, (session_id,)).rowcount
+        conn.execute(sql.delete_lease.sql, (session_id,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -416,9 +420,12 @@ def _with_sa(
 class _Readers:
     """Reader threads, each with its own connection, created as reads need them."""
 
-    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+    def __init__(
+        self, target: StoreURL, options: SQLiteOptions, reads: Mapping[str, CompiledRead]
+    ) -> None:
         self._target = target
         self._options = options
+        self._reads = reads
         self._executor = ThreadPoolExecutor(READERS, thread_name_prefix="todo-sessions-reader")
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -431,7 +438,7 @@ class _Readers:
             self._local.conn = conn
             with self._lock:
                 self._conns.append(conn)
-        return _read_on(conn, op, args)
+        return _read_on(conn, self._reads, op, args)
 
     async def run(self, op: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(
@@ -452,9 +459,12 @@ class SQLiteRecorder:
 
     dialect = "sqlite"
 
-    def __init__(self, target: StoreURL, options: SQLiteOptions) -> None:
+    def __init__(
+        self, target: StoreURL, options: SQLiteOptions, namespace: Namespace = DEFAULT
+    ) -> None:
         self._target = target
         self._options = options
+        self._sql = namespace.compiled("sqlite")  # the default namespace's: compiled once
         self._writer: _Writer | None = None
         self._readers: _Readers | None = None
         self._wakeups = LocalWakeups()
@@ -468,7 +478,7 @@ class SQLiteRecorder:
                 raise StoreError(f"cannot open {path} read-only: there is no such file")
         elif path is not None:
             ensure_private_file(path)
-        writer = _Writer(self._target, self._options)
+        writer = _Writer(self._target, self._options, self._sql.append)
         try:
             await writer.call(_noop)  # connect now, so a bad file fails the open
         except BaseException:
@@ -476,7 +486,7 @@ class SQLiteRecorder:
             raise
         self._writer = writer
         if self._target.path is not None:
-            self._readers = _Readers(self._target, self._options)
+            self._readers = _Readers(self._target, self._options, self._sql.reads)
 
     def _the_writer(self) -> _Writer:
         if self._writer is None:
@@ -491,10 +501,10 @@ class SQLiteRecorder:
     async def read(self, op: Callable[..., T], *args: Any) -> T:
         if self._readers is not None:
             return await self._readers.run(op, *args)
-        return await self._the_writer().call(_read_on, op, args)
+        return await self._the_writer().call(_read_on, self._sql.reads, op, args)
 
     async def delete(self, session_id: str) -> bool:
-        return await self._the_writer().call(_delete, session_id)
+        return await self._the_writer().call(_delete, self._sql, session_id)
 
     def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
         """SQLite has no notifications across processes: followers poll every

@@ -47,7 +47,8 @@ from . import checkpoints, leases, reads
 from .codec import event_row, header_from_row, header_row
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .leases import Lease, LeaseHolder
-from .migrate import prepare_schema
+from .migrate import namespace_of, prepare_schema
+from .namespace import Namespace
 from .recorder import AppendBatch, Recorder, open_recorder, projection_of
 from .results import (
     CheckpointInfo,
@@ -122,6 +123,12 @@ class SessionStore:
     statement outlives its transaction) and give ``listen_url``, a direct connection for
     `follow`'s LISTEN (without it, followers poll). ``clock`` (Unix epoch ms, default the wall
     clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
+
+    Namespaces (docs/design.md, "Namespaces"): ``schema="agent"`` (PostgreSQL) puts every
+    table, trigger and the version table in that schema, created by the migrations;
+    ``table_prefix="agent_"`` (SQLite) prefixes every name. The URL parameters ``?schema=`` /
+    ``?table_prefix=`` do the same (the keyword and the URL must agree). A malformed name, or
+    the other backend's option, is a `NamespaceError`.
     """
 
     def __init__(
@@ -138,8 +145,15 @@ class SessionStore:
         clock: Callable[[], int] = wall_clock_ms,
         read_only: bool | None = None,
         listen_url: str | URL | None = None,
+        schema: str | None = None,
+        table_prefix: str | None = None,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
+        self.namespace: Namespace = namespace_of(
+            self._target, schema=schema, table_prefix=table_prefix
+        )
+        """Where this store's tables are (`Namespace`: a schema, a table prefix, or the
+        default)."""
         self._listen = parse_url(listen_url) if listen_url is not None else None
         if self._listen is not None and self._listen.dialect != "postgresql":
             raise ValueError("listen_url must be a PostgreSQL URL (a direct connection)")
@@ -193,13 +207,21 @@ class SessionStore:
                 self._check_loop()
                 return self
             recorder = open_recorder(
-                self._target, sqlite=self._sqlite, pool_size=self._pool_size, listen=self._listen
+                self._target,
+                sqlite=self._sqlite,
+                pool_size=self._pool_size,
+                listen=self._listen,
+                namespace=self.namespace,
             )
             try:
                 with translate_errors(f"opening {self.url}"):
                     await recorder.open()
                     store_id = await prepare_schema(
-                        recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
+                        recorder,
+                        migrate=self._migrate,
+                        url=self.url,
+                        read_only=self.read_only,
+                        namespace=self.namespace,
                     )
             except BaseException:
                 await recorder.close()
@@ -381,33 +403,38 @@ class SessionStore:
         check_session_id(session_id)
         self._check_writable(f"lease session {session_id!r}")
         ttl_ms = _ttl_ms(ttl)
+        table = self.namespace.tables.session_leases
         return await self._write_sync(
             f"leasing session {session_id!r}",
-            lambda c: leases.acquire(c, session_id, owner, self._clock(), ttl_ms, steal=steal),
+            lambda c: leases.acquire(
+                c, table, session_id, owner, self._clock(), ttl_ms, steal=steal
+            ),
         )
 
     async def renew_lease(self, lease: Lease, *, ttl: float = 30.0) -> Lease:
         """Extend a lease still held for ``ttl`` seconds from now; `LeaseLostError` when it
         was taken over or ran out meanwhile."""
         ttl_ms = _ttl_ms(ttl)
+        table = self.namespace.tables.session_leases
         return await self._write_sync(
             f"renewing the lease on session {lease.session_id!r}",
-            lambda c: leases.renew(c, lease, self._clock(), ttl_ms),
+            lambda c: leases.renew(c, table, lease, self._clock(), ttl_ms),
         )
 
     async def release_lease(self, lease: Lease) -> bool:
         """Give a lease back. False when it was no longer this holder's (nothing changed)."""
         return await self._write_sync(
             f"releasing the lease on session {lease.session_id!r}",
-            lambda c: leases.release(c, lease),
+            lambda c: leases.release(c, self.namespace.tables.session_leases, lease),
         )
 
     async def lease_holders(self, session_ids: Iterable[str]) -> dict[str, LeaseHolder]:
         """The stored lease rows of these sessions (live or expired: see `LeaseHolder.live`)."""
         ids = list(session_ids)
+        table = self.namespace.tables.session_leases
         recorder = await self._ready()
         with translate_errors("reading session leases"):
-            return await recorder.run_sync(lambda c: leases.holders(c, ids), write=False)
+            return await recorder.run_sync(lambda c: leases.holders(c, table, ids), write=False)
 
     async def _write_sync(self, what: str, fn: Callable[[Connection], T]) -> T:
         recorder = await self._ready()
@@ -548,9 +575,10 @@ class SessionStore:
             return False
         text = state.encode()
         now = self._clock()
+        tables = self.namespace.tables
         return await self._write_sync(
             f"writing a checkpoint of session {session_id!r}",
-            lambda c: checkpoints.write(c, session_id, state.next_seq, text, now, keep),
+            lambda c: checkpoints.write(c, tables, session_id, state.next_seq, text, now, keep),
         )
 
     async def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
@@ -574,9 +602,10 @@ class SessionStore:
         speed of `resume_state` and `derive_messages`."""
         check_session_id(session_id)
         self._check_writable(f"delete checkpoints of session {session_id!r}")
+        tables = self.namespace.tables
         return await self._write_sync(
             f"deleting checkpoints of session {session_id!r}",
-            lambda c: checkpoints.delete_all(c, session_id),
+            lambda c: checkpoints.delete_all(c, tables, session_id),
         )
 
     def _skipped(self, session_id: str, skipped: list[str]) -> None:
