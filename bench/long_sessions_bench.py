@@ -1,7 +1,7 @@
 """Long sessions (issue #12): resume from checkpoints, memory, projections at a seq, live tail.
 
     python bench/long_sessions_bench.py [--pg URL] [--sizes 10000,100000] [--rounds 7]
-                                        [--tail-chunks 200]
+                                        [--tail-chunks 200] [--fold-upto 100000] [--no-tail]
 
 The session: T turns of 1,000 streamed ``assistant/chunk`` events each (a user message, one
 step, the chunks, an assistant message citing them, a ``todo/write``, the closers), written
@@ -10,9 +10,14 @@ through `SessionService`, which checkpoints every turn end. 100 turns are 100,60
 For each size and backend, side by side in alternating rounds (median and p25-p75):
 
 - ``resume``: ``SessionService.resume`` (newest checkpoint + the events after it) against the
-  same call with the checkpoints deleted (the whole log folded: what resuming cost before);
+  same call with the checkpoints deleted (the whole log folded: what resuming cost before),
+  for sizes up to ``--fold-upto``;
+- ``then messages``: the first ``session.derive_messages()`` after that resume. A session
+  resumed from a checkpoint decodes the conversation's nodes only now (once), so this is
+  where the length of the conversation (not of the log) is paid;
 - ``derive_messages(upto_seq=N)`` at random N, with and without checkpoints;
-- memory of the resumed session: tracemalloc peak during resume and what stays allocated.
+- memory of the resumed session: tracemalloc peak during a resume and what stays allocated
+  (from a second, untimed resume: tracing slows the code it watches).
 
 Live tail (SQLite file and PostgreSQL): a writer streams ``--tail-chunks`` chunks at 20 per
 second through a service with ``flush_interval=0.1``; a follower in another process records
@@ -97,19 +102,29 @@ async def build(url: str, session_id: str, turns: int) -> int:
         return session.next_seq
 
 
-async def resume_once(url: str, session_id: str) -> tuple[float, int, int]:
-    """Seconds, tracemalloc peak and retained bytes of one resume."""
+async def resume_once(url: str, session_id: str) -> tuple[float, float, int, int]:
+    """Seconds of one resume and of the first ``derive_messages()`` after it, and the
+    tracemalloc peak and retained bytes of the resume (timed without tracemalloc running:
+    tracing slows allocation-heavy code several times; the memory comes from a second
+    resume)."""
     async with SessionService(SessionStore(url), flush_interval=None) as service:
         await service.store.open()
-        tracemalloc.start()
         t = time.perf_counter()
         session = await service.resume(session_id)
         elapsed = time.perf_counter() - t
+        t = time.perf_counter()
+        messages = session.derive_messages()
+        first_messages = time.perf_counter() - t
+        assert session.next_seq > 0 and len(messages) > 0
+        await service.close(session_id)
+        del session, messages
+        tracemalloc.start()
+        session = await service.resume(session_id)
         retained, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        assert session.next_seq > 0
+        assert session.next_seq > 0  # alive while measured
         await service.close(session_id)
-    return elapsed, peak, retained
+    return elapsed, first_messages, peak, retained
 
 
 async def copy_without_checkpoints(url: str, source: str, target: str) -> None:
@@ -119,21 +134,25 @@ async def copy_without_checkpoints(url: str, source: str, target: str) -> None:
         await store.delete_checkpoints(target)
 
 
-async def size_rows(url: str, backend: str, turns: int, rounds: int) -> None:
+async def size_rows(url: str, backend: str, turns: int, rounds: int, fold: bool) -> None:
     sid = f"long-{turns}-{secrets.token_hex(3)}"
     events = await build(url, sid, turns)
     bare = sid + "-bare"
-    await copy_without_checkpoints(url, sid, bare)
-    resume: dict[str, list[float]] = {"checkpoints": [], "fold": []}
-    memory: dict[str, list[tuple[int, int]]] = {"checkpoints": [], "fold": []}
-    derive: dict[str, list[float]] = {"checkpoints": [], "fold": []}
+    labels = ["checkpoints", "fold"] if fold else ["checkpoints"]
+    if fold:
+        await copy_without_checkpoints(url, sid, bare)
+    resume: dict[str, list[float]] = {label: [] for label in labels}
+    first: dict[str, list[float]] = {label: [] for label in labels}
+    memory: dict[str, list[tuple[int, int]]] = {label: [] for label in labels}
+    derive: dict[str, list[float]] = {label: [] for label in labels}
     rng = random.Random(turns)
     async with SessionStore(url) as store:
         for r in range(rounds):
-            order = [("checkpoints", sid), ("fold", bare)]
+            order = [("checkpoints", sid), ("fold", bare)][: len(labels)]
             for label, session_id in order if r % 2 == 0 else order[::-1]:
-                elapsed, peak, retained = await resume_once(url, session_id)
+                elapsed, messages, peak, retained = await resume_once(url, session_id)
                 resume[label].append(elapsed * 1000)
+                first[label].append(messages * 1000)
                 memory[label].append((peak, retained))
                 n = rng.randrange(events)
                 t = time.perf_counter()
@@ -142,12 +161,13 @@ async def size_rows(url: str, backend: str, turns: int, rounds: int) -> None:
                 if label == "fold":  # the fold copy must stay without checkpoints
                     assert not await store.checkpoints(session_id)
     mib = 1024 * 1024
-    for label in ("checkpoints", "fold"):
+    for label in labels:
         peak = statistics.median(p for p, _ in memory[label]) / mib
         kept = statistics.median(k for _, k in memory[label]) / mib
         print(
-            f"{backend:<10} {events:>9,} {label:<12} resume ms {quartiles(resume[label])}   "
-            f"derive@N ms {quartiles(derive[label])}   peak {peak:6.1f} MiB  kept {kept:5.1f} MiB"
+            f"{backend:<10} {events:>9,} {turns:>5} {label:<12} resume ms "
+            f"{quartiles(resume[label])}  then messages ms {quartiles(first[label])}  "
+            f"derive@N ms {quartiles(derive[label])}  peak {peak:6.1f} MiB  kept {kept:5.1f} MiB"
         )
 
 
@@ -231,20 +251,33 @@ async def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--tail-chunks", type=int, default=200)
+    parser.add_argument(
+        "--fold-upto",
+        type=int,
+        default=100_000,
+        help="sizes above this get no fold row (folding 1M events takes about 20 s a round)",
+    )
+    parser.add_argument("--no-tail", action="store_true", help="skip the live-tail rows")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"python {platform.python_version()}, {platform.platform()}, {os.cpu_count()} CPUs")
-    print("backend       events    from         resume / derive_messages(upto_seq=N) / memory")
+    print(
+        "backend       events turns from         resume / first session.derive_messages() "
+        "after it / store.derive_messages(upto_seq=N) / memory of the resume"
+    )
 
     async def all_rows(url: str, backend: str) -> None:
         for size in sizes:
-            await size_rows(url, backend, max(1, size // (CHUNKS + 6)), args.rounds)
+            turns = max(1, size // (CHUNKS + 6))
+            await size_rows(url, backend, turns, args.rounds, size <= args.fold_upto)
 
     with tempfile.TemporaryDirectory() as tmp:
         sqlite_url = f"sqlite:///{tmp}/long.db"
         await all_rows(sqlite_url, "sqlite")
         if args.pg:
             await with_scratch_database(args.pg, lambda url: all_rows(url, "postgresql"))
+        if args.no_tail:
+            return
         print()
         await live_tail(sqlite_url, "sqlite", args.tail_chunks)
         if args.pg:

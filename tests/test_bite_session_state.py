@@ -106,6 +106,6 @@ def test_structure_restore_takes_none_only_where_export_writes_it() -> None:
 
 def test_surface_restore_names_what_is_wrong() -> None:
     with pytest.raises(ValueError, match=r"replacement \[1, 1, 1, '2'\] is not made of seqs"):
-        SurfaceState.restore({"nodes": [], "replacements": [[1, 1, 1, ["2"]]]})
-    with pytest.raises(ValueError, match=r"not a surface state: KeyError\('nodes'\)"):
-        SurfaceState.restore({"replacements": []})
+        SurfaceState.restore({"order": [], "replacements": [[1, 1, 1, ["2"]]]}, "[]")
+    with pytest.raises(ValueError, match=r"not a surface state: KeyError\('order'\)"):
+        SurfaceState.restore({"replacements": []}, "[]")

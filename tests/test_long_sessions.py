@@ -23,9 +23,15 @@ import pytest
 from factories import T0, header, turn
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from logs import build_plan, log_plans
+from logs import build_plan, log_plans, rewritten_checkpoint
 
-from todo_sessions import SessionEvent, SessionService, SessionStore, SurfaceReplace
+from todo_sessions import (
+    CheckpointError,
+    SessionEvent,
+    SessionService,
+    SessionStore,
+    SurfaceReplace,
+)
 from todo_sessions.core.checkpoint import fold
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import derive_messages
@@ -222,20 +228,23 @@ async def _put_checkpoint(store: SessionStore, session_id: str, seq: int, text: 
 
 @pytest.mark.parametrize(
     "damage",
-    ["not json", "unknown format", "another seq", "stale", "truncated"],
+    ["not json", "unknown format", "another seq", "stale", "truncated", "nodes edited"],
 )
 async def test_a_checkpoint_that_cannot_be_used_is_passed_over_and_reported(
     db_url: str, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     events = turn(0) + turn(6, 2) + turn(12, 3)
     good = fold(events[:12]).encode()
+    assert '"text":"hi"' in good.split("\n")[1]
     bad = {
         "not json": "{not json",
-        "unknown format": json.dumps({**json.loads(good), "format": 99}),
+        "unknown format": rewritten_checkpoint(good, format=99),
         "another seq": fold(events[:6]).encode(),
         # the state of another log of the same length (its turn 2 was numbered 3)
         "stale": fold(turn(0) + turn(6, 3)).encode(),
         "truncated": good[: len(good) // 2],
+        # an edit of the nodes that leaves their digest as it was
+        "nodes edited": good.replace('"text":"hi"', '"text":"HI"'),
     }[damage]
     async with SessionStore(db_url) as store:
         await store_log(store, "s", events)
@@ -251,17 +260,50 @@ async def test_a_checkpoint_that_cannot_be_used_is_passed_over_and_reported(
         assert [(p.seq, p.kind) for p in problems] == [(12, "checkpoint")], problems
 
 
-async def test_a_tampered_checkpoint_is_reported_by_verify(db_url: str) -> None:
-    """A checkpoint edited in place (its state changed, the event it names kept) cannot be
-    told from a good one without folding the log: reading uses it, `verify` reports it."""
+@pytest.mark.parametrize("part", ["nodes", "todos"])
+async def test_a_tampered_checkpoint_is_reported_by_verify(db_url: str, part: str) -> None:
+    """A checkpoint edited in place with care (its state changed, the event it names kept,
+    the digest of its nodes made to match) cannot be told from a good one without folding the
+    log: reading uses it, `verify` reports it."""
     events = turn(0) + turn(6, 2)
+    good = fold(events).encode()
+    edit: dict[str, Any] = {
+        "nodes": {"nodes": good.split("\n")[1].replace('"text":"hi"', '"text":"HI"')},
+        "todos": {"todos": [{"content": "made up", "status": "pending"}]},
+    }[part]
+    tampered = rewritten_checkpoint(good, **edit)
+    assert tampered != good
     async with SessionStore(db_url) as store:
         await store_log(store, "s", events)
-        tampered = fold(events).encode().replace('"text":"hi"', '"text":"HI"')
         await _put_checkpoint(store, "s", 12, tampered)
         problems = await verify_session(store, "s")
         assert [(p.seq, p.kind) for p in problems] == [(12, "checkpoint")]
         assert "differs from the fold of the log" in problems[0].message
+
+
+async def test_nodes_rewritten_with_their_digest_are_found_when_decoded(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Resuming reads a checkpoint's head and checks its nodes' digest, not the nodes
+    themselves. Nodes rewritten together with their digest are found when decoded: reads that
+    need the messages pass over the checkpoint, a session resumed from it raises
+    `CheckpointError` when it first needs them, and `verify` reports it."""
+    events = turn(0) + turn(6, 2)
+    good = fold(events).encode()
+    broken = rewritten_checkpoint(good, nodes=good.split("\n")[1].replace('"seq":1,', '"seq":2,'))
+    async with SessionStore(db_url) as store:
+        await store_log(store, "s", events)
+        await store.write_checkpoint("s", fold(events[:6]))
+        await _put_checkpoint(store, "s", 12, broken)
+        with caplog.at_level(logging.WARNING, logger="todo_sessions.store"):
+            assert await store.derive_messages("s") == derive_messages(events)
+        assert any("checkpoint at seq 12" in r.getMessage() for r in caplog.records)
+        resumed = await store.resume_state("s")
+        assert resumed.from_checkpoint == 12 and resumed.state.todos == current_todos(events)
+        with pytest.raises(CheckpointError, match="checkpoint surface node 1 is damaged"):
+            resumed.state.surface.snapshot()
+        problems = await verify_session(store, "s")
+        assert [(p.seq, p.kind) for p in problems] == [(12, "checkpoint")]
 
 
 async def test_a_checkpoint_that_the_log_does_not_continue_is_passed_over(
@@ -285,9 +327,11 @@ async def test_a_checkpoint_that_the_log_does_not_continue_is_passed_over(
     events = [*turn(0), summary]
     async with SessionStore(f"sqlite:///{tmp_path}/s.db") as store:
         await store_log(store, "s", events)
-        state = json.loads(fold(events[:6]).encode())
-        state["surface"]["nodes"] = []  # node 1 is gone from this checkpoint
-        await _put_checkpoint(store, "s", 6, json.dumps(state, separators=(",", ":")))
+        # node 1 is gone from this checkpoint
+        broken = rewritten_checkpoint(
+            fold(events[:6]).encode(), nodes="[]", surface={"order": [], "replacements": []}
+        )
+        await _put_checkpoint(store, "s", 6, broken)
         with caplog.at_level(logging.WARNING, logger="todo_sessions.store"):
             assert await store.derive_messages("s") == derive_messages(events)
             resumed = await store.resume_state("s")
@@ -460,7 +504,7 @@ async def test_show_lists_the_checkpoints(tmp_path: Path) -> None:
     )
     assert listed.exit_code == 0, listed.output
     [only] = json.loads(listed.stdout)
-    assert (only["seq"], only["formatVersion"]) == (6, 1) and only["bytes"] > 0
+    assert (only["seq"], only["formatVersion"]) == (6, 2) and only["bytes"] > 0
     table = await asyncio.to_thread(run, cli, ["--db", url, "show", "s", "--checkpoints"])
     assert "events after it" in table.stdout and " 6 " in table.stdout
     async with SessionStore(url) as store:

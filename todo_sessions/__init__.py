@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    CheckpointError,
     CorruptSessionError,
     EventsNotStoredError,
     FormatUnsupportedError,
@@ -182,6 +183,7 @@ __all__ = [
     "AgentLoop",
     "AnthropicModel",
     "AssistantMessage",
+    "CheckpointError",
     "ContentBlock",
     "CorruptSessionError",
     "EventType",

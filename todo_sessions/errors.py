@@ -10,6 +10,8 @@
     ├── InvalidEventError (ValueError) an event or payload is malformed; nothing written
     ├── StructureError                 strict mode: an append breaks turn/step structure
     ├── CorruptSessionError            a stored row cannot be decoded, or seqs have a gap
+    ├── CheckpointError (ValueError)   a stored projection checkpoint this version cannot
+    │                                  use (reads pass over it and fold instead)
     ├── FormatUnsupportedError         a stored log uses a format or event type we do
     │                                  not understand
     ├── SchemaError                    the database is not migrated, or is not ours
@@ -34,6 +36,7 @@ This module imports nothing from the package, so every layer can import it.
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointError",
     "CorruptSessionError",
     "EventsNotStoredError",
     "FormatUnsupportedError",
@@ -127,6 +130,17 @@ class CorruptSessionError(TodoSessionsError):
         self.seq = seq
         where = f" at seq {seq}" if seq is not None else ""
         super().__init__(f"session {session_id!r} is corrupt{where}: {detail}")
+
+
+class CheckpointError(TodoSessionsError, ValueError):
+    """A stored projection checkpoint this version cannot use: an unknown format, text that
+    does not decode, a state for another seq, or nodes that do not match their digest.
+
+    Reads catch it and pass over the checkpoint (falling back to an older one or to the fold
+    of the log); `verify` reports it. It reaches a caller only from a live session restored
+    from a checkpoint whose surface nodes were rewritten together with their digest (see
+    docs/design.md, "Checkpoints").
+    """
 
 
 class FormatUnsupportedError(TodoSessionsError):

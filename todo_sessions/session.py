@@ -162,7 +162,10 @@ class Session:
         """The model's message history (surface events only), as an immutable snapshot.
 
         O(1): the session keeps the messages as events are appended; the snapshot is a
-        `Sequence` that later appends never change (``list(...)`` gives a plain list).
+        `Sequence` that later appends never change (``list(...)`` gives a plain list). A
+        session resumed from a checkpoint builds the messages of its history on the first
+        call, once (`CheckpointError` if that checkpoint's nodes were rewritten with their
+        digest: see docs/design.md, "Checkpoints").
         """
         return self._state.surface.snapshot()
 

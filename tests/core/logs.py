@@ -6,6 +6,8 @@ same script with extra non-surface events in between derive equal messages.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,15 @@ from hypothesis import strategies as st
 from todo_sessions.core.catalog import validate_event
 from todo_sessions.core.envelope import SessionEvent, SurfaceReplace
 
-__all__ = ["T0", "LogBuilder", "LogPlan", "build_plan", "log_plans", "text_of"]
+__all__ = [
+    "T0",
+    "LogBuilder",
+    "LogPlan",
+    "build_plan",
+    "log_plans",
+    "rewritten_checkpoint",
+    "text_of",
+]
 
 T0 = 1_700_000_000_000
 """Time of seq 0 in built logs (each later event is 1 ms later)."""
@@ -32,6 +42,22 @@ def text_of(message: Any) -> str:
         elif block.type == "tool-result":
             parts.extend(b.text for b in block.content if b.type == "text")
     return "".join(parts)
+
+
+def rewritten_checkpoint(text: str, *, nodes: str | None = None, **head: Any) -> str:
+    """Checkpoint ``text`` with parts of its head changed (a value of None deletes the key)
+    and, optionally, other nodes, with the digest made to match them: damage that only
+    decoding (or `verify`) can find, as a careful hand would make it."""
+    first, _, old_nodes = text.partition("\n")
+    wire = json.loads(first)
+    nodes = old_nodes if nodes is None else nodes
+    wire["nodes"] = f"{len(nodes)}:{hashlib.blake2b(nodes.encode(), digest_size=16).hexdigest()}"
+    for key, value in head.items():
+        if value is None:
+            wire.pop(key, None)
+        else:
+            wire[key] = value
+    return json.dumps(wire, separators=(",", ":"), ensure_ascii=False) + "\n" + nodes
 
 
 class LogBuilder:

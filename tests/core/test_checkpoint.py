@@ -3,13 +3,14 @@ surface and the turn/step state it is made of. Pure: no store."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logs import LogBuilder, build_plan, log_plans
+from logs import LogBuilder, build_plan, log_plans, rewritten_checkpoint
 
 from todo_sessions.core.checkpoint import (
     CHECKPOINT_FORMAT,
@@ -123,8 +124,9 @@ def test_the_text_is_canonical_and_names_the_event_before_it() -> None:
     events = built()
     state = fold(events)
     text = state.encode()
-    wire = json.loads(text)
-    assert wire["format"] == CHECKPOINT_FORMAT == 1
+    head, nodes = text.split("\n")
+    wire = json.loads(head)
+    assert wire["format"] == CHECKPOINT_FORMAT == 2
     assert wire["nextSeq"] == len(events) and wire["lastTime"] == events[-1].time
     assert wire["lastEvent"] == fingerprint(events[-1])
     assert wire["standing"] is True
@@ -132,7 +134,12 @@ def test_the_text_is_canonical_and_names_the_event_before_it() -> None:
         {"content": "read", "status": "in_progress"},
         {"content": "fix", "status": "pending"},
     ]
-    assert text == json.dumps(wire, separators=(",", ":"), ensure_ascii=False)
+    assert head == json.dumps(wire, separators=(",", ":"), ensure_ascii=False)
+    assert wire["surface"] == {"order": [1, 4, 6], "replacements": []}
+    assert [n["seq"] for n in json.loads(nodes)] == [1, 4, 6]
+    assert nodes == json.dumps(json.loads(nodes), separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.blake2b(nodes.encode(), digest_size=16).hexdigest()
+    assert wire["nodes"] == f"{len(nodes)}:{digest}"
     # a decoded state that has not met its event yet writes the fingerprint it read
     assert LiveState.decode(text, seq=len(events)).encode() == text
 
@@ -144,7 +151,7 @@ def test_node_citations_are_not_carried() -> None:
     first = b.chunk("a").seq
     b.assistant("answer", cites=[first])
     state = fold(b.events)
-    [node] = json.loads(state.encode())["surface"]["nodes"]
+    [node] = json.loads(state.encode().split("\n")[1])
     assert "sourceEventSeqs" not in node and node["seq"] == b.events[-1].seq
     assert b.events[-1].source_event_seqs == (first,)  # the event itself keeps them
 
@@ -171,10 +178,12 @@ def test_matches_needs_the_very_event_before_it() -> None:
     [
         ("{oops", "is not JSON"),
         ("[1]", "is not a JSON object"),
-        ('{"format": 2}', "has format 2"),
+        ('{"format": 3}', "has format 3"),
         ('{"format": true}', "has format True"),
-        ('{"format": "1"}', "has format '1'"),
-        ('{"format": 1}', "is damaged"),
+        ('{"format": "2"}', "has format '2'"),
+        ('{"format": 1}', "has format 1"),
+        ('{"format": 2}', "is damaged: its surface nodes do not match their digest"),
+        ('{"format": 2, "nodes": "2:x"}\n[]', "is damaged: its surface nodes do not match"),
     ],
 )
 def test_text_that_cannot_be_used_is_a_checkpoint_error(text: str, problem: str) -> None:
@@ -183,12 +192,13 @@ def test_text_that_cannot_be_used_is_a_checkpoint_error(text: str, problem: str)
 
 
 def _tamper(key: str, value: Any, *path: str) -> str:
-    wire = json.loads(fold(built()).encode())
+    head, nodes = fold(built()).encode().split("\n")
+    wire = json.loads(head)
     target = wire
     for part in path:
         target = target[part]
     target[key] = value
-    return json.dumps(wire)
+    return json.dumps(wire) + "\n" + nodes
 
 
 @pytest.mark.parametrize(
@@ -200,7 +210,9 @@ def _tamper(key: str, value: Any, *path: str) -> str:
         ("nextSeq", 3, ("structure",)),
         ("openTurn", True, ("structure",)),
         ("calls", [["c1", "t", 1, 1, None, None, "no"]], ("structure",)),
-        ("nodes", [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}], ("surface",)),
+        ("order", [1, 1, 6], ("surface",)),
+        ("order", [1, "4", 6], ("surface",)),
+        ("order", None, ("surface",)),
         ("replacements", [[1, 2, "x", []]], ("surface",)),
     ],
 )
@@ -214,10 +226,78 @@ def test_a_state_for_another_seq_is_refused() -> None:
     text = fold(built()[:4]).encode()
     with pytest.raises(CheckpointError, match="checkpoint at seq 5 holds the state at 4"):
         LiveState.decode(text, seq=5)
-    wire = json.loads(text)
+    head, nodes = text.split("\n")
+    wire = json.loads(head)
     wire["nextSeq"] = 5
     with pytest.raises(CheckpointError, match="holds the state at 4"):
-        LiveState.decode(json.dumps(wire), seq=5)
+        LiveState.decode(json.dumps(wire) + "\n" + nodes, seq=5)
+
+
+def test_nodes_that_do_not_match_their_digest_are_refused_at_once() -> None:
+    text = fold(built()).encode()
+    edited = text.replace('"fix it"', '"fix IT"')
+    assert edited != text
+    with pytest.raises(CheckpointError, match="do not match their digest"):
+        LiveState.decode(edited, seq=7)
+    with pytest.raises(CheckpointError, match="do not match their digest"):
+        LiveState.decode(text + "\n", seq=7)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "problem"),
+    [
+        ("[oops]", "surface nodes are not JSON"),
+        ("[1,2,3]", "surface node 1 is damaged"),
+        ("[]", "do not match the surface order"),
+    ],
+)
+def test_nodes_are_decoded_when_first_needed(nodes: str, problem: str) -> None:
+    """The nodes' text is checked against its digest on decode but parsed only when the
+    messages are needed: resuming does not pay for the history. Nodes rewritten with their
+    digest fail then, with a `CheckpointError`, and leave the state as it was."""
+    events = built()
+    state = LiveState.decode(rewritten_checkpoint(fold(events).encode(), nodes=nodes), seq=7)
+    assert state.surface.seqs == (1, 4, 6) and state.todos == current_todos(events)
+    with pytest.raises(CheckpointError, match=problem):
+        state.surface.snapshot()
+    replace = SessionEvent(
+        "user/message",
+        7,
+        1,
+        {"id": "s", "role": "user", "content": [{"type": "text", "text": "s"}],
+         "source": {"kind": "user"}},
+        surface_op=SurfaceReplace(1, 4),
+        source_event_seqs=[1, 4],
+    )  # fmt: skip
+    with pytest.raises(CheckpointError, match=problem):
+        state.apply(replace)
+    assert state.next_seq == 7 and state.surface.seqs == (1, 4, 6)
+
+
+def test_a_node_in_the_wrong_place_is_damage() -> None:
+    text = fold(built()).encode()
+    nodes = json.loads(text.split("\n")[1])
+    swapped = json.dumps(nodes[::-1], separators=(",", ":"))
+    state = LiveState.decode(rewritten_checkpoint(text, nodes=swapped), seq=7)
+    with pytest.raises(CheckpointError, match="node 6 stands where the order has 1"):
+        state.surface.snapshot()
+
+
+def test_appends_after_a_restore_keep_the_restored_text() -> None:
+    """A restored surface that only grew writes its restored nodes back as they came, and
+    decodes them only when the messages are asked for."""
+    b = LogBuilder()
+    b.turn_start()
+    b.user("one")
+    b.user("two")
+    cut = len(b.events)
+    b.user("three")
+    whole = fold(b.events)
+    state = LiveState.decode(fold(b.events[:cut]).encode(), seq=cut)
+    state.apply_all(b.events[cut:])
+    assert state.encode() == whole.encode()
+    assert list(state.surface.snapshot()) == list(whole.surface.snapshot())
+    assert [m.content[0].text for m in state.surface.snapshot()] == ["one", "two", "three"]
 
 
 # -- the parts ----------------------------------------------------------------------------------
@@ -309,33 +389,33 @@ def test_surface_export_round_trips_with_replacements() -> None:
     surface = SurfaceState()
     for event in b.events:
         surface.apply(event)
-    again = SurfaceState.restore(surface.export())
-    assert list(again.snapshot()) == list(surface.snapshot())
+    again = SurfaceState.restore(surface.export(), surface.export_nodes())
     assert again.seqs == surface.seqs and again.replacements == surface.replacements
     assert again.export() == surface.export()
+    assert again.export_nodes() == surface.export_nodes()
+    assert list(again.snapshot()) == list(surface.snapshot())
 
 
 @pytest.mark.parametrize(
-    "broken",
+    ("broken", "nodes"),
     [
-        {"nodes": []},
-        {"replacements": []},
-        {"nodes": [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}],
-         "replacements": []},
-        {"nodes": [], "replacements": [[1, 1, 1, ["2"]]]},
-        {"nodes": [], "replacements": [[1, 1]]},
+        ({"order": []}, "[]"),
+        ({"replacements": []}, "[]"),
+        ({"order": ["1"], "replacements": []}, "[{}]"),
+        ({"order": [], "replacements": [[1, 1, 1, ["2"]]]}, "[]"),
+        ({"order": [], "replacements": [[1, 1]]}, "[]"),
+        ({"order": [], "replacements": []}, "[{}]"),
+        ({"order": [1], "replacements": []}, "{}"),
+        ({"order": [1], "replacements": []}, None),
     ],
 )  # fmt: skip
-def test_surface_restore_refuses_what_export_never_writes(broken: dict[str, Any]) -> None:
-    with pytest.raises((ValueError, InvalidEventError)):
-        SurfaceState.restore(broken)
+def test_surface_restore_refuses_what_export_never_writes(
+    broken: dict[str, Any], nodes: Any
+) -> None:
+    with pytest.raises(ValueError):
+        SurfaceState.restore(broken, nodes)
 
 
 def test_surface_restore_refuses_a_node_twice() -> None:
-    b = LogBuilder()
-    b.user("one")
-    node = SurfaceState()
-    node.apply(b.events[0])
-    nodes = node.export()["nodes"] * 2
-    with pytest.raises(ValueError, match="cannot be a surface node here"):
-        SurfaceState.restore({"nodes": nodes, "replacements": []})
+    with pytest.raises(ValueError, match="seq 3 is on the surface twice"):
+        SurfaceState.restore({"order": [3, 3], "replacements": []}, "[{},{}]")

@@ -53,17 +53,20 @@ def test_an_empty_state() -> None:
     assert not hasattr(state, "__dict__")
     with pytest.raises(AttributeError):
         state.colour = "red"  # type: ignore[attr-defined]
-    assert json.loads(state.encode()) == {
-        "format": 1,
+    head, nodes = state.encode().split("\n")
+    assert nodes == "[]"
+    assert json.loads(head) == {
+        "format": 2,
         "nextSeq": 0,
         "lastTime": None,
         "lastEvent": None,
-        "surface": {"nodes": [], "replacements": []},
+        "surface": {"order": [], "replacements": []},
+        "nodes": "2:" + hashlib.blake2b(b"[]", digest_size=16).hexdigest(),
         "structure": StructureChecker().export(),
         "todos": None,
         "standing": False,
     }
-    assert CHECKPOINT_FORMAT == 1
+    assert CHECKPOINT_FORMAT == 2
 
 
 def test_apply_folds_events_in_order() -> None:
@@ -137,11 +140,15 @@ def test_the_checkpoint_text_round_trips() -> None:
     b = a_log()
     state = fold(b.events)
     text = state.encode()
-    assert text == json.dumps(
-        json.loads(text), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
-    wire = json.loads(text)
-    assert wire["format"] == 1 and wire["nextSeq"] == len(b.events)
+    head, nodes = text.split("\n")
+    for line in (head, nodes):
+        assert line == json.dumps(
+            json.loads(line), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    wire = json.loads(head)
+    assert wire["format"] == 2 and wire["nextSeq"] == len(b.events)
+    assert [node["seq"] for node in json.loads(nodes)] == wire["surface"]["order"]
+    assert wire["surface"]["order"] == list(state.surface.seqs) and len(state.surface) == 6
     assert wire["lastTime"] == b.events[-1].time
     assert wire["lastEvent"] == fingerprint(b.events[-1])
     assert wire["todos"] == [{"content": "write tests", "status": "pending"}]
@@ -186,18 +193,19 @@ def good(**changes: Any) -> str:
     b = LogBuilder()
     b.turn_start()
     b.todo(("a", "pending"))
-    wire = json.loads(fold(b.events).encode())
+    head, nodes = fold(b.events).encode().split("\n")
+    wire = json.loads(head)
     wire.update(changes)
-    return json.dumps(wire)
+    return json.dumps(wire) + "\n" + nodes
 
 
 def test_refused_checkpoints() -> None:
     assert damaged("{", 2).startswith("checkpoint at seq 2 is not JSON (invalid JSON: ")
     assert damaged(b"\xff".decode("latin-1"), 2).startswith("checkpoint at seq 2 is not JSON")
     assert damaged("[1]", 2) == "checkpoint at seq 2 is not a JSON object"
-    for version in (2, 0, "1", True, None, 1.0):
+    for version in (1, 3, 0, "2", True, None, 2.0):
         assert damaged(good(format=version), 2) == (
-            f"checkpoint at seq 2 has format {version!r}; this version reads format 1"
+            f"checkpoint at seq 2 has format {version!r}; this version reads format 2"
         )
     assert damaged(good(nextSeq=3), 2) == "checkpoint at seq 2 holds the state at 2"
     assert damaged(good(), 3) == "checkpoint at seq 3 holds the state at 2"
@@ -209,10 +217,17 @@ def test_refused_checkpoints() -> None:
         "checkpoint at seq 2 is damaged: bad standing/lastTime"
     )
     assert LiveState.decode(good(lastTime=None), seq=2).last_time is None
+    nodes = good().split("\n")[1]
     for key in ("surface", "structure", "todos", "standing", "lastTime", "lastEvent"):
-        wire = json.loads(good())
+        wire = json.loads(good().split("\n")[0])
         del wire[key]
-        assert damaged(json.dumps(wire), 2) == f"checkpoint at seq 2 is damaged: {key!r}"
+        assert damaged(json.dumps(wire) + "\n" + nodes, 2) == (
+            f"checkpoint at seq 2 is damaged: {key!r}"
+        )
+    assert damaged(good(nodes=None), 2) == (
+        "checkpoint at seq 2 is damaged: its surface nodes do not match their digest"
+    )
+    assert damaged(good().split("\n")[0], 2) == damaged(good(nodes=None), 2)
     message = damaged(good(todos=[{"content": "", "status": "pending"}]), 2)
     assert message.startswith("checkpoint at seq 2 is damaged: invalid todo/write (seq 2)")
     assert damaged(good(surface=[]), 2).startswith("checkpoint at seq 2 is damaged: ")

@@ -8,8 +8,12 @@ whether it is still the standing plan, and the time of event S-1. It is derived 
 stays the only truth, and folding the events from S on gives the same state as folding the
 whole log. Pure: no I/O.
 
-The text is canonical JSON with a ``format`` number. A reader that meets an unknown format or
-text that does not decode raises `CheckpointError`, and the caller falls back to the fold.
+The text is two lines of canonical JSON: a head (a ``format`` number and everything but the
+surface nodes, with the length and BLAKE2 digest of the nodes' text) and the nodes' array. A
+reader decodes the head and checks the digest; the nodes are decoded when the messages are
+first needed, so resuming does not grow with the conversation. A reader that meets an unknown
+format, text that does not decode, or nodes that do not match their digest raises
+`CheckpointError`, and the caller falls back to an older checkpoint or to the fold.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import InvalidEventError
+from ..errors import CheckpointError, InvalidEventError
 from .catalog import validate_event
 from .envelope import SessionEvent
 from .jsonvalue import LosslessJSONError, canonical_json, decode_json
@@ -28,12 +32,9 @@ from .todos import TodoItem, todos_from_payload
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LiveState"]
 
-CHECKPOINT_FORMAT = 1
-"""The format of checkpoint text this version writes and reads."""
-
-
-class CheckpointError(ValueError):
-    """A stored checkpoint this version cannot use (unknown format, damaged, or stale)."""
+CHECKPOINT_FORMAT = 2
+"""The format of checkpoint text this version writes and reads (format 1, which kept the
+nodes inside the one JSON document, is passed over: the next turn end writes a new one)."""
 
 
 def fingerprint(event: SessionEvent) -> str:
@@ -106,8 +107,13 @@ class LiveState:
     # -- checkpoint text ------------------------------------------------------------------------
 
     def encode(self) -> str:
-        """The checkpoint text of this state (canonical JSON)."""
-        return canonical_json(
+        """The checkpoint text of this state: a line of canonical JSON (everything but the
+        surface nodes, and the digest of their text), a newline, and the nodes' JSON array
+        (`SurfaceState.export_nodes`). The nodes are the bulk of a long conversation; a reader
+        decodes them only when it needs the messages, and the digest vouches for them until
+        then."""
+        nodes = self.surface.export_nodes()
+        head = canonical_json(
             {
                 "format": CHECKPOINT_FORMAT,
                 "nextSeq": self.next_seq,
@@ -116,6 +122,7 @@ class LiveState:
                 if self.last_event is None
                 else fingerprint(self.last_event),
                 "surface": self.surface.export(),
+                "nodes": _digest(nodes),
                 "structure": self.structure.export(),
                 "todos": None
                 if self.todos is None
@@ -123,13 +130,17 @@ class LiveState:
                 "standing": self.standing,
             }
         )
+        return head + "\n" + nodes
 
     @classmethod
     def decode(cls, text: str, *, seq: int) -> LiveState:
         """The state of a checkpoint stored at ``seq``; `CheckpointError` when it cannot be
-        used (an unknown format, text that does not decode, or a state for another seq)."""
+        used (an unknown format, text that does not decode, nodes that do not match their
+        digest, or a state for another seq). Costs the head and a digest of the nodes' text,
+        not their decoding (see `SurfaceState.restore`)."""
+        head, newline, nodes = text.partition("\n")
         try:
-            state = decode_json(text)
+            state = decode_json(head)
         except (LosslessJSONError, ValueError) as exc:
             raise CheckpointError(f"checkpoint at seq {seq} is not JSON ({exc})") from None
         if not isinstance(state, dict):
@@ -140,9 +151,13 @@ class LiveState:
                 f"checkpoint at seq {seq} has format {version!r}; this version reads "
                 f"format {CHECKPOINT_FORMAT}"
             )
+        if not newline or state.get("nodes") != _digest(nodes):
+            raise CheckpointError(
+                f"checkpoint at seq {seq} is damaged: its surface nodes do not match their digest"
+            )
         try:
             live = cls(
-                SurfaceState.restore(state["surface"]),
+                SurfaceState.restore(state["surface"], nodes),
                 StructureChecker.restore(state["structure"]),
                 None
                 if state["todos"] is None
@@ -160,6 +175,11 @@ class LiveState:
         ):
             raise CheckpointError(f"checkpoint at seq {seq} is damaged: bad standing/lastTime")
         return live
+
+
+def _digest(nodes: str) -> str:
+    """What a checkpoint's head holds for its nodes' text: length and BLAKE2 digest."""
+    return f"{len(nodes)}:{hashlib.blake2b(nodes.encode(), digest_size=16).hexdigest()}"
 
 
 def fold(events: Iterable[SessionEvent]) -> LiveState:

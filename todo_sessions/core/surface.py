@@ -21,9 +21,10 @@ from typing import Any, NoReturn, overload
 
 from pydantic import ValidationError
 
-from ..errors import InvalidEventError
+from ..errors import CheckpointError, InvalidEventError
 from .catalog import EVENT_TYPES
 from .envelope import SessionEvent, SurfaceReplace
+from .jsonvalue import canonical_fast, canonical_json, decode_fast
 from .messages import AssistantMessage, Message, UserMessage
 
 __all__ = [
@@ -157,6 +158,15 @@ class MessageSnapshot(Sequence[Message]):
         return f"MessageSnapshot({list(self)!r})"
 
 
+@dataclass(frozen=True, slots=True)
+class _Undecoded:
+    """Surface nodes restored from a checkpoint and not decoded yet: the first ``count`` seqs
+    of the surface order, as the JSON array text of their events (see `SurfaceState.restore`)."""
+
+    text: str
+    count: int
+
+
 class SurfaceState:
     """The surface folded so far; `apply` one event at a time.
 
@@ -165,17 +175,23 @@ class SurfaceState:
     node's message is built once, when it is applied; appends cost O(1), a replace rebuilds the
     ordered lists (O(surface)).
 
+    A state restored from a checkpoint (`restore`) knows its surface order at once but decodes
+    the nodes' events (and builds their messages) only when something needs them: the first
+    `snapshot`, or a replace. Appends and `export_nodes` do not, so resuming a long session
+    costs the same whatever the length of its history.
+
     ``build_messages=False`` skips building messages (for `fold_surface`, which only needs seqs).
     """
 
     __slots__ = (
         "_build",
-        "_events",
         "_index",
         "_messages",
         "_nodes",
         "_order",
         "_replacements",
+        "_undecoded",
+        "_wire",
     )
 
     def __init__(self, *, build_messages: bool = True) -> None:
@@ -186,11 +202,15 @@ class SurfaceState:
         """Surface seq -> its position in ``_order``."""
         self._nodes: dict[int, Message | None] = {}
         """Surface seq -> the message it contributes (None: contributes nothing)."""
-        self._events: dict[int, SessionEvent] = {}
-        """Surface seq -> its event (what a checkpoint stores)."""
+        self._wire: dict[int, SessionEvent | str] = {}
+        """Surface seq -> its event, replaced by its checkpoint text (`export_nodes`) once
+        written: what a checkpoint stores."""
         self._messages: list[Message] = []
-        """The derived messages, in surface order."""
+        """The derived messages, in surface order (once decoded: see ``_undecoded``)."""
         self._replacements: list[Replacement] = []
+        self._undecoded: _Undecoded | None = None
+        """Restored nodes not decoded yet; while set, ``_nodes``, ``_wire`` and ``_messages``
+        hold only the nodes appended since, and no replace has been applied."""
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -215,44 +235,64 @@ class SurfaceState:
         return list(self.snapshot())
 
     def snapshot(self) -> MessageSnapshot:
-        """The derived messages as an immutable snapshot, in O(1).
+        """The derived messages as an immutable snapshot, in O(1) (the first one after
+        `restore` decodes the restored nodes).
 
         Appends only ever extend the internal list and a replace builds a new one, so a
         snapshot (a list and a length) never changes after it is taken.
         """
         if not self._build:
             raise RuntimeError("this SurfaceState was created with build_messages=False")
+        self._decode()
         return MessageSnapshot(self._messages, len(self._messages))
 
     # -- checkpoints ----------------------------------------------------------------------------
 
     def export(self) -> dict[str, Any]:
-        """The state as plain JSON values: the surface nodes' events in surface order (without
-        their ``sourceEventSeqs``: a node's message does not depend on what it cites, and an
-        answer citing its 1,000 streamed chunks would make every checkpoint carry them), and
-        the replacements. `restore` reads it back."""
+        """The surface order and the replacements as plain JSON values; with `export_nodes`,
+        what `restore` reads back."""
         return {
-            "nodes": [_without_citations(self._events[seq].to_dict()) for seq in self._order],
+            "order": list(self._order),
             "replacements": [[r.seq, r.start, r.end, list(r.removed)] for r in self._replacements],
         }
 
+    def export_nodes(self) -> str:
+        """The surface nodes' events in surface order, as canonical JSON array text, without
+        their ``sourceEventSeqs`` (a node's message does not depend on what it cites, and an
+        answer citing its 1,000 streamed chunks would make every checkpoint carry them).
+
+        Each node is encoded once and its text kept for the next checkpoint, and restored
+        nodes are copied as the text they came in: a checkpoint per turn costs the new nodes,
+        not the whole history again."""
+        parts: list[str] = []
+        first = 0
+        if self._undecoded is not None:
+            first = self._undecoded.count
+            if first:
+                parts.append(self._undecoded.text[1:-1])
+        for seq in itertools.islice(self._order, first, None):
+            wire = self._wire[seq]
+            if not isinstance(wire, str):
+                wire = self._wire[seq] = _node_text(wire)
+            parts.append(wire)
+        return "[" + ",".join(parts) + "]"
+
     @classmethod
-    def restore(cls, state: Mapping[str, Any]) -> SurfaceState:
-        """The state `export` described, each node's message built again from its event;
-        `ValueError` (or `InvalidEventError`) when ``state`` is not one."""
+    def restore(cls, state: Mapping[str, Any], nodes: str) -> SurfaceState:
+        """The state `export` and `export_nodes` described. The order and replacements are
+        checked now; the nodes' text is decoded on first need, and must then hold exactly the
+        events of that order (else `CheckpointError`). ``ValueError`` when ``state`` is not
+        one `export` writes."""
         surface = cls()
         try:
-            for wire in state["nodes"]:
-                event = SessionEvent.from_dict(wire)
-                if event.surface_op is None or event.seq in surface._index:
-                    raise ValueError(f"seq {event.seq} cannot be a surface node here")
-                surface._index[event.seq] = len(surface._order)
-                surface._order.append(event.seq)
-                message = _build_message(event)
-                surface._nodes[event.seq] = message
-                surface._events[event.seq] = event
-                if message is not None:
-                    surface._messages.append(message)
+            order = state["order"]
+            if not isinstance(order, list) or any(type(seq) is not int for seq in order):
+                raise ValueError("the surface order is not a list of seqs")
+            for position, seq in enumerate(order):
+                if seq in surface._index:
+                    raise ValueError(f"seq {seq} is on the surface twice")
+                surface._index[seq] = position
+            surface._order = list(order)
             for seq, start, end, removed in state["replacements"]:
                 numbers = [seq, start, end, *removed]
                 if any(type(n) is not int for n in numbers):
@@ -260,7 +300,43 @@ class SurfaceState:
                 surface._replacements.append(Replacement(seq, start, end, tuple(removed)))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a surface state: {exc!r}") from None
+        if type(nodes) is not str or not (nodes.startswith("[") and nodes.endswith("]")):
+            raise ValueError("the surface nodes are not a JSON array")
+        if order:
+            surface._undecoded = _Undecoded(nodes, len(order))
+        elif nodes != "[]":
+            raise ValueError("nodes are stored for an empty surface")
         return surface
+
+    def _decode(self) -> None:
+        """Decode the nodes `restore` left as text, and build their messages."""
+        undecoded = self._undecoded
+        if undecoded is None:
+            return
+        try:
+            wires = decode_fast(undecoded.text)
+        except ValueError as exc:
+            raise CheckpointError(f"checkpoint surface nodes are not JSON: {exc}") from None
+        if not isinstance(wires, list) or len(wires) != undecoded.count:
+            raise CheckpointError("checkpoint surface nodes do not match the surface order")
+        nodes: dict[int, Message | None] = {}
+        events: dict[int, SessionEvent] = {}
+        for seq, wire in zip(self._order, wires, strict=False):
+            try:
+                event = SessionEvent.from_dict(wire)
+                if event.seq != seq:
+                    raise ValueError(f"node {event.seq} stands where the order has {seq}")
+                if event.surface_op is None:
+                    raise ValueError(f"{_where(event)} has no surfaceOp")
+                nodes[seq] = _build_message(event)
+            except (ValueError, TypeError) as exc:
+                raise CheckpointError(f"checkpoint surface node {seq} is damaged: {exc}") from None
+            events[seq] = event
+        restored = [m for m in nodes.values() if m is not None]
+        self._messages = restored + self._messages
+        self._nodes.update(nodes)
+        self._wire.update(events)
+        self._undecoded = None
 
     # -- folding --------------------------------------------------------------------------------
 
@@ -290,23 +366,24 @@ class SurfaceState:
             self._index[event.seq] = len(self._order)
             self._order.append(event.seq)
             self._nodes[event.seq] = message
-            self._events[event.seq] = event
+            self._wire[event.seq] = event
             if message is not None:
                 self._messages.append(message)
             return
         assert isinstance(op, SurfaceReplace)
         first, last = self._check_replace(event, op)
         message = _build_message(event) if self._build else None
+        self._decode()
         removed = tuple(self._order[first : last + 1])
         self._order[first : last + 1] = [event.seq]
         for seq in removed:
             del self._index[seq]
             del self._nodes[seq]
-            del self._events[seq]
+            del self._wire[seq]
         for position in range(first, len(self._order)):
             self._index[self._order[position]] = position
         self._nodes[event.seq] = message
-        self._events[event.seq] = event
+        self._wire[event.seq] = event
         if self._build:
             self._messages = [m for m in map(self._nodes.__getitem__, self._order) if m is not None]
         self._replacements.append(Replacement(event.seq, op.start, op.end, removed))
@@ -338,9 +415,11 @@ class SurfaceState:
         return first, last
 
 
-def _without_citations(wire: dict[str, Any]) -> dict[str, Any]:
+def _node_text(event: SessionEvent) -> str:
+    """A surface node's checkpoint text: its wire form without ``sourceEventSeqs``."""
+    wire = event.to_dict()
     wire.pop("sourceEventSeqs", None)
-    return wire
+    return canonical_fast(wire) or canonical_json(wire)
 
 
 def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:
