@@ -3,6 +3,13 @@
 Backends: ``sqlite-file`` (a fresh file per test), ``sqlite-memory`` and ``postgres``. The
 PostgreSQL backend needs ``TODO_SESSIONS_PG_URL`` (a server URL; skipped when unset); each test
 run creates its own database there and drops it at the end, so runs never see each other.
+
+The store contract modules (`NAMESPACED_MODULES`) also run on two namespaced backends, each in
+a database where a host application's own ``sessions`` table (other columns, one row) is
+already there: ``sqlite-prefix`` (``?table_prefix=agent_``) and ``postgres-schema``
+(``?schema=agent``). The namespace travels in the URL (a documented store URL parameter), so
+tests that open ``SessionStore(db_url)`` themselves get it too; after each test the host's
+table and row must be exactly as they were.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,7 +27,6 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from todo_sessions import SessionStore
-from todo_sessions.store.schema import session_leases, sessions
 
 PG_ENV = "TODO_SESSIONS_PG_URL"
 PGBOUNCER_ENV = "TODO_SESSIONS_PGBOUNCER_URL"
@@ -30,19 +37,23 @@ def _asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def _pg_admin(url: str, statement: str) -> None:
-    """Run one statement on the server (in a thread, so it works inside a running loop too)."""
+def _pg_admin(url: str, statement: str, *, fetch: bool = False) -> list[tuple[Any, ...]]:
+    """Run one statement on the server (in a thread, so it works inside a running loop too);
+    with ``fetch``, its rows."""
     import asyncpg
 
-    async def run() -> None:
+    async def run() -> list[tuple[Any, ...]]:
         conn = await asyncpg.connect(_asyncpg_dsn(url))
         try:
+            if fetch:
+                return [tuple(r) for r in await conn.fetch(statement)]
             await conn.execute(statement)
+            return []
         finally:
             await conn.close()
 
     with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, run()).result()
+        return pool.submit(asyncio.run, run()).result()
 
 
 @pytest.fixture(autouse=True)
@@ -92,10 +103,11 @@ def fresh_pg_url(pg_server_url: str) -> Iterator[str]:
 
 async def _empty_pg(url: str) -> None:
     async with SessionStore(url) as store:
+        tables = store.namespace.tables
 
         def empty(conn: Any) -> None:
-            conn.execute(sessions.delete())
-            conn.execute(session_leases.delete())
+            conn.execute(tables.sessions.delete())
+            conn.execute(tables.session_leases.delete())
 
         await store._run_sync(empty, write=True)
 
@@ -113,34 +125,125 @@ def through_pgbouncer(pg_url: str) -> str:
     )
 
 
+# -- namespaced backends, next to a host's own ``sessions`` table --------------------------------
+
+HOST_TABLE = "CREATE TABLE sessions (host_key VARCHAR(20) PRIMARY KEY, owner_name TEXT NOT NULL)"
+HOST_ROW = ("host-1", "a row of the host application")
+HOST_COLUMNS = ["host_key", "owner_name"]
+
+NAMESPACED_MODULES = frozenset(
+    {"test_store", "test_session_meta", "test_leases", "test_verify", "test_views", "test_jsonl"}
+)
+"""The store contract modules that also run on ``sqlite-prefix`` and ``postgres-schema``."""
+
+DB_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres", "pgbouncer"]
+SHARED_BACKENDS = ["sqlite-file", "postgres", "pgbouncer"]
+NAMESPACED_BACKENDS = ["sqlite-prefix", "postgres-schema"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``db_url`` / ``shared_db_url`` for every backend; the namespaced ones for the store
+    contract modules only (they would add minutes to the rest for no new coverage)."""
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    extra = NAMESPACED_BACKENDS if module in NAMESPACED_MODULES else []
+    for name, backends in (("db_url", DB_BACKENDS), ("shared_db_url", SHARED_BACKENDS)):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, backends + extra, indirect=True)
+
+
+def _host_sqlite(path: str) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(HOST_TABLE)
+        conn.execute("INSERT INTO sessions VALUES (?, ?)", HOST_ROW)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _host_sqlite_state(path: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(sessions)")]
+        return columns, [tuple(r) for r in conn.execute("SELECT * FROM sessions")]
+    finally:
+        conn.close()
+
+
+def _host_pg_state(url: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    columns = _pg_admin(
+        url,
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' "
+        "AND table_name = 'sessions' ORDER BY ordinal_position",
+        fetch=True,
+    )
+    return [c[0] for c in columns], _pg_admin(url, "SELECT * FROM public.sessions", fetch=True)
+
+
+@pytest.fixture(scope="session")
+def pg_host_database_url(pg_server_url: str) -> Iterator[str]:
+    """A database of this run's own whose ``public.sessions`` is a host application's table
+    (with a row); the namespaced PostgreSQL backend keeps its tables in schema ``agent``."""
+    with scratch_database(pg_server_url, "todo_sessions_host") as url:
+        _pg_admin(url, HOST_TABLE)
+        _pg_admin(url, f"INSERT INTO sessions VALUES ('{HOST_ROW[0]}', '{HOST_ROW[1]}')")
+        yield url
+
+
 def _url_for(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
     if backend == "sqlite-file":
         return f"sqlite:///{tmp_path}/sessions.db"
     if backend == "sqlite-memory":
         return "sqlite://"
+    if backend == "sqlite-prefix":
+        path = f"{tmp_path}/sessions.db"
+        if not os.path.exists(path):
+            _host_sqlite(path)
+        return f"sqlite:///{path}?table_prefix=agent_"
+    if backend == "postgres-schema":
+        return f"{request.getfixturevalue('pg_host_database_url')}?schema=agent"
     if backend == "pgbouncer":
         return through_pgbouncer(request.getfixturevalue("pg_database_url"))
     return request.getfixturevalue("pg_database_url")
 
 
-async def _fresh(backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+def _host_untouched(backend: str, url: str) -> None:
+    """The host's own ``sessions`` table next to a namespaced store: same columns, same row."""
+    if backend == "sqlite-prefix":
+        state = _host_sqlite_state(url.removeprefix("sqlite:///").split("?")[0])
+    elif backend == "postgres-schema":
+        state = _host_pg_state(url.split("?")[0])
+    else:
+        return
+    assert state == (HOST_COLUMNS, [HOST_ROW]), f"the host's sessions table changed: {state}"
+
+
+async def _fresh(
+    backend: str, request: pytest.FixtureRequest, tmp_path: os.PathLike[str]
+) -> AsyncIterator[str]:
     url = _url_for(backend, request, tmp_path)
-    if backend in ("postgres", "pgbouncer"):
+    if backend in ("postgres", "pgbouncer", "postgres-schema"):
         await _empty_pg(url)
-    return url
+    yield url
+    _host_untouched(backend, url)
 
 
-@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgres", "pgbouncer"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
-    """A database URL for each backend, empty at the start of the test. ``pgbouncer`` is the
-    PostgreSQL backend through PgBouncer in transaction pooling mode."""
-    return await _fresh(request.param, request, tmp_path)
+@pytest.fixture
+async def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> AsyncIterator[str]:
+    """A database URL for each backend (`pytest_generate_tests`), empty at the start of the
+    test. ``pgbouncer`` is the PostgreSQL backend through PgBouncer in transaction pooling
+    mode; ``sqlite-prefix`` and ``postgres-schema`` are namespaced, next to a host's table."""
+    async for url in _fresh(request.param, request, tmp_path):
+        yield url
 
 
-@pytest.fixture(params=["sqlite-file", "postgres", "pgbouncer"])
-async def shared_db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> str:
+@pytest.fixture
+async def shared_db_url(
+    request: pytest.FixtureRequest, tmp_path: os.PathLike[str]
+) -> AsyncIterator[str]:
     """Like ``db_url`` but only backends several stores/processes can share."""
-    return await _fresh(request.param, request, tmp_path)
+    async for url in _fresh(request.param, request, tmp_path):
+        yield url
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,16 +82,32 @@ def call_ids(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
     return calls, results
 
 
+_OUR_TABLES = re.compile(
+    r"\b(session_events|session_checkpoints|session_leases|session_tags|store_state|sessions)\b"
+)
+
+
+def in_namespace(store: SessionStore, statement: str) -> str:
+    """Raw SQL written with our default table names, naming the store's namespace's tables
+    instead (``"agent".session_events``, ``agent_session_events``)."""
+    namespace = store.namespace
+    if namespace.is_default:
+        return statement
+    return _OUR_TABLES.sub(lambda m: namespace.sql_name(m.group(1)), statement)
+
+
 async def tamper(store: SessionStore, statement: str) -> None:
-    """Run ``statement`` past the append-only triggers, as someone with raw access would."""
+    """Run ``statement`` past the append-only triggers, as someone with raw access would
+    (our table names in it are the store's namespace's: `in_namespace`)."""
+    events = store.namespace.name("session_events")
 
     def run(conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SET LOCAL session_replication_role = replica"))
         else:
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_update"))
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_delete"))
-            conn.execute(text("DROP TRIGGER IF EXISTS trg_session_events_no_replace"))
-        conn.execute(text(statement))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_update"))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_delete"))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_replace"))
+        conn.execute(text(in_namespace(store, statement)))
 
     await store._run_sync(run, write=True)

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from factories import T0, chunks, header, todo_write, turn, user_message
+from factories import T0, chunks, header, in_namespace, todo_write, turn, user_message
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -29,7 +29,8 @@ from todo_sessions import (
 async def stored_count(store: SessionStore, session_id: str) -> int:
     def count(conn: Connection) -> int:
         result = conn.execute(
-            text("SELECT COUNT(*) FROM session_events WHERE session_id = :s"), {"s": session_id}
+            text(in_namespace(store, "SELECT COUNT(*) FROM session_events WHERE session_id = :s")),
+            {"s": session_id},
         )
         return int(result.scalar_one())
 
@@ -268,7 +269,8 @@ async def test_event_rows_cannot_be_updated_or_deleted_with_raw_sql(store: Sessi
     ]
     for statement in statements:
         with pytest.raises(StoreError, match="append-only"):
-            await store._run_sync(lambda conn, s=statement: conn.execute(text(s)), write=True)
+            sql = in_namespace(store, statement)
+            await store._run_sync(lambda conn, s=sql: conn.execute(text(s)), write=True)
     assert await stored_count(store, "s1") == 6
     assert (await store.read_from("s1"))[0].data == {"turn": 1}
 
@@ -335,9 +337,8 @@ async def test_json_columns_hold_the_wire_text(store: SessionStore) -> None:
     await store.append("s1", [todo_write(0), ok])
 
     def raw(conn: Connection) -> Any:
-        return conn.execute(
-            text("SELECT data, surface_op, source_event_seqs FROM session_events WHERE seq = 1")
-        ).one()
+        query = "SELECT data, surface_op, source_event_seqs FROM session_events WHERE seq = 1"
+        return conn.execute(text(in_namespace(store, query))).one()
 
     data, op, seqs = await store._run_sync(raw)
     assert data == ok.data_json

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from factories import header, tamper
+from factories import header, in_namespace, tamper
 from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
 from sqlalchemy import text
@@ -194,9 +194,11 @@ async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:
     """Every stored row of both tables (to prove verify writes nothing)."""
 
     def read(conn: Connection) -> tuple[list[Any], list[Any]]:
-        sessions = conn.execute(text("SELECT * FROM sessions ORDER BY id")).all()
-        events = conn.execute(text("SELECT * FROM session_events ORDER BY session_id, seq"))
-        return [tuple(r) for r in sessions], [tuple(r) for r in events.all()]
+        sessions = conn.execute(text(in_namespace(store, "SELECT * FROM sessions ORDER BY id")))
+        events = conn.execute(
+            text(in_namespace(store, "SELECT * FROM session_events ORDER BY session_id, seq"))
+        )
+        return [tuple(r) for r in sessions.all()], [tuple(r) for r in events.all()]
 
     return await store._run_sync(read)
 

@@ -6,7 +6,7 @@ See docs/design.md, "Projections" and "Crash repair".
 from __future__ import annotations
 
 import pytest
-from factories import call_ids, header, tamper
+from factories import call_ids, header, in_namespace, tamper
 from logs import LogBuilder, text_of
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -140,6 +140,8 @@ async def test_load_of_a_closed_log_writes_nothing(store: SessionStore) -> None:
 
 
 async def raw(store: SessionStore, statement: str) -> None:
+    statement = in_namespace(store, statement)
+
     def run(conn: Connection) -> None:
         conn.execute(text(statement))
 
