@@ -41,6 +41,7 @@ from .core.todos import TodoItem
 from .core.verify import Problem
 from .errors import (
     InvalidEventError,
+    NamespaceError,
     SessionExistsError,
     TodoSessionsError,
 )
@@ -50,6 +51,7 @@ from .render import Timeline, render_messages, render_timeline, render_todo_list
 from .store.engine import parse_url
 from .store.leases import LeaseHolder
 from .store.migrate import migrate as run_migrate
+from .store.migrate import namespace_of
 from .store.results import CheckpointInfo, SessionSummary, StoredLog
 from .store.store import SessionStore, default_url, wall_clock_ms
 
@@ -60,6 +62,15 @@ DB_HELP = (
     "SQLite file (containing a / or ending in .db, .sqlite or .sqlite3). Default: "
     "$TODO_SESSIONS_URL, else an SQLite file sessions.db in the user's data directory (on "
     "Linux ~/.local/share/todo-sessions/sessions.db)."
+)
+
+SCHEMA_HELP = (
+    "PostgreSQL: keep todo-sessions' tables in this schema (created by `migrate`), e.g. next "
+    "to an application's own `sessions` table. The same as ?schema=NAME in the database URL."
+)
+TABLE_PREFIX_HELP = (
+    "SQLite: prefix every todo-sessions table, index and trigger name with this, e.g. agent_. "
+    "The same as ?table_prefix=PREFIX in the database URL."
 )
 
 ACCEPTED_DB = (
@@ -153,9 +164,21 @@ def check_db(value: str, source: str = "--db") -> str:
 
 
 class Context:
-    def __init__(self, db: str | None, debug: bool, *, db_given: bool = False) -> None:
+    def __init__(
+        self,
+        db: str | None,
+        debug: bool,
+        *,
+        db_given: bool = False,
+        schema: str | None = None,
+        table_prefix: str | None = None,
+    ) -> None:
         self.db = db or default_url()
         self.db_given = db_given
+        self.schema = schema
+        self.table_prefix = table_prefix
+        """``--schema`` / ``--table-prefix``: each store and migration gets them; hints repeat
+        them."""
         """Whether ``db`` came from ``--db`` or ``$TODO_SESSIONS_URL`` (hints repeat it)."""
         self.debug = debug
         # No markup or emoji codes by default: ids, titles and messages are printed literally
@@ -165,7 +188,7 @@ class Context:
         self.err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
     def store(self, **options: Any) -> SessionStore:
-        return SessionStore(self.db, **options)
+        return SessionStore(self.db, schema=self.schema, table_prefix=self.table_prefix, **options)
 
     def run(self, work: Callable[[SessionStore], Awaitable[T]], **options: Any) -> T:
         """Open the store, run ``work(store)`` once; library errors become one line, exit 1."""
@@ -193,6 +216,10 @@ class Context:
     def hint(self, *args: str) -> str:
         """A command line that repeats this invocation's program and database (shell-quoted)."""
         db = ["--db", self.store_url()] if self.db_given else []
+        if self.schema is not None:
+            db += ["--schema", self.schema]
+        if self.table_prefix is not None:
+            db += ["--table-prefix", self.table_prefix]
         return shlex.join([*program(), *db, *args])
 
     def location(self) -> str:
@@ -384,17 +411,38 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", envvar="TODO_SESSIONS_URL", show_envvar=True, help=DB_HELP)
+@click.option(
+    "--schema", envvar="TODO_SESSIONS_SCHEMA", show_envvar=True, metavar="NAME", help=SCHEMA_HELP
+)
+@click.option(
+    "--table-prefix",
+    envvar="TODO_SESSIONS_TABLE_PREFIX",
+    show_envvar=True,
+    metavar="PREFIX",
+    help=TABLE_PREFIX_HELP,
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(package_name="todo-sessions")
 @click.pass_context
-def main(click_ctx: click.Context, db: str | None, debug: bool) -> None:
+def main(
+    click_ctx: click.Context,
+    db: str | None,
+    schema: str | None,
+    table_prefix: str | None,
+    debug: bool,
+) -> None:
     """Store, inspect and replay AI coding-agent sessions (todo-sessions)."""
     source = click_ctx.get_parameter_source("db")
     given = source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
     if db is not None and given:
         from_env = source == ParameterSource.ENVIRONMENT
         db = check_db(db, "$TODO_SESSIONS_URL" if from_env else "--db")
-    click_ctx.obj = Context(db, debug, db_given=given)
+    context = Context(db, debug, db_given=given, schema=schema, table_prefix=table_prefix)
+    try:  # a malformed name, or the other backend's option, is a usage error
+        namespace_of(parse_url(context.db), schema=schema, table_prefix=table_prefix)
+    except NamespaceError as exc:
+        raise UsageError(str(exc)) from None
+    click_ctx.obj = context
 
 
 @main.command("migrate")
@@ -402,7 +450,7 @@ def main(click_ctx: click.Context, db: str | None, debug: bool) -> None:
 def migrate_cmd(ctx: Context) -> None:
     """Create or upgrade the database schema to the newest revision."""
     try:
-        asyncio.run(run_migrate(ctx.db))
+        asyncio.run(run_migrate(ctx.db, schema=ctx.schema, table_prefix=ctx.table_prefix))
     except (TodoSessionsError, ValueError, OSError) as exc:
         if ctx.debug:
             raise
