@@ -51,6 +51,7 @@ from .core.messages import Message
 from .core.todos import TodoItem
 from .service import SessionService
 from .session import Session
+from .store.namespace import Namespace
 from .store.results import SessionSummary, StoredLog
 from .store.store import SessionStore
 
@@ -142,6 +143,11 @@ class SyncSessionStore:
     @property
     def url(self) -> str:
         return self._store.url
+
+    @property
+    def namespace(self) -> Namespace:
+        """Where the store's tables are (``schema=`` / ``table_prefix=``, or the default)."""
+        return self._store.namespace
 
     def close(self) -> None:
         """Close the store and stop its loop thread. Idempotent."""
@@ -297,8 +303,9 @@ class SyncSessionService:
 
     ``SyncSessionService(store, **options)``: ``store`` is a `SyncSessionStore` (its loop and
     store are used, and closing the service closes it, as `SessionService.aclose` closes its
-    store) or a URL (None: the default database) for a new one with default store options;
-    ``options`` are `SessionService`'s (``strict``, ``leases``, ``flush_interval`` ...).
+    store) or a URL (None: the default database) for a new one with default store options but
+    ``schema`` / ``table_prefix`` (its namespace; a URL's ``?schema=`` / ``?table_prefix=`` work
+    too); ``options`` are `SessionService`'s (``strict``, ``leases``, ``flush_interval`` ...).
 
     The methods are `SessionService`'s, blocking: `new`, `resume`, `fork`, `get`, `flush`,
     `checkpoint`, `close` (one session; without an id the whole service, like
@@ -309,10 +316,20 @@ class SyncSessionService:
     def __init__(
         self,
         store: SyncSessionStore | str | URL | os.PathLike[str] | None = None,
+        *,
+        schema: str | None = None,
+        table_prefix: str | None = None,
         **options: Any,
     ) -> None:
         made = not isinstance(store, SyncSessionStore)
-        self._store = SyncSessionStore(store) if not isinstance(store, SyncSessionStore) else store
+        if isinstance(store, SyncSessionStore):
+            if schema is not None or table_prefix is not None:
+                raise TypeError(
+                    "schema and table_prefix belong to the store: pass them to SyncSessionStore"
+                )
+            self._store = store
+        else:
+            self._store = SyncSessionStore(store, schema=schema, table_prefix=table_prefix)
         self._thread = self._store._thread
         try:
             self._service = self._thread.call(_make_service(self._store.store, options))
