@@ -53,21 +53,33 @@ Table("host_things", host_metadata, Column("id", Integer, primary_key=True),
 WHEN = os.environ.get("HOST_TS_WHEN", "none")
 URL = os.environ["HOST_DB_URL"]
 FILTER = os.environ.get("HOST_TS_FILTER", "object")
+# Our namespace (a schema on PostgreSQL, a table prefix on SQLite), when the host embeds us
+# next to its own `sessions` table.
+NAMESPACE = {
+    k: os.environ[f"HOST_TS_{k.upper()}"]
+    for k in ("schema", "table_prefix")
+    if os.environ.get(f"HOST_TS_{k.upper()}")
+}
+OURS = todo_sessions.Namespace(**NAMESPACE)
+if NAMESPACE:  # the host's own `sessions` table (its revision 0002)
+    Table("sessions", host_metadata, Column("host_key", String(20), primary_key=True))
 
 
 def run(connection):
     if WHEN == "before":
-        todo_sessions.migrate_on(connection)
+        todo_sessions.migrate_on(connection, **NAMESPACE)
     options = {}
     if FILTER == "object":
-        options["include_object"] = todo_sessions.alembic_include_object
+        options["include_object"] = OURS.include_object
     elif FILTER == "name":
-        options["include_name"] = todo_sessions.alembic_include_name
+        options["include_name"] = OURS.include_name
+    if OURS.schema is not None:  # so that autogenerate looks at our schema at all
+        options["include_schemas"] = True
     context.configure(connection=connection, target_metadata=host_metadata, **options)
     with context.begin_transaction():
         context.run_migrations()
     if WHEN == "after":
-        todo_sessions.migrate_on(connection)
+        todo_sessions.migrate_on(connection, **NAMESPACE)
 
 
 if URL.startswith("postgresql+asyncpg"):  # the async template: no sync driver needed
@@ -139,9 +151,16 @@ def make_host_project(root: Path) -> Path:
 
 
 def host_alembic(
-    root: Path, url: str, *args: str, when: str = "none", filter: str = "object"
+    root: Path,
+    url: str,
+    *args: str,
+    when: str = "none",
+    filter: str = "object",
+    namespace: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOST_DB_URL": url, "HOST_TS_WHEN": when, "HOST_TS_FILTER": filter}
+    for key, value in (namespace or {}).items():
+        env[f"HOST_TS_{key.upper()}"] = value
     env.pop("TODO_SESSIONS_URL", None)
     return subprocess.run(
         [str(ALEMBIC), "-c", str(root / "alembic.ini"), *args],
@@ -372,3 +391,71 @@ def sa_column(name: str) -> Any:
     from sqlalchemy import Column, Integer
 
     return Column(name, Integer, primary_key=True)
+
+
+# -- a namespaced embedding, next to the host's own ``sessions`` table ------------------------
+
+HOST_SESSIONS = '''
+"""host sessions
+
+Revision ID: 0002
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table("sessions", sa.Column("host_key", sa.String(20), primary_key=True))
+    op.execute("INSERT INTO sessions (host_key) VALUES ('the host row')")
+
+
+def downgrade():
+    op.drop_table("sessions")
+'''
+
+
+def namespace_for(url: str) -> dict[str, str]:
+    return {"table_prefix": "agent_"} if url.startswith("sqlite") else {"schema": "agent"}
+
+
+@pytest.mark.parametrize("hook", ["object", "name"])
+def test_a_namespaced_embedding_next_to_the_hosts_sessions_table(
+    host_url: str, tmp_path: Path, hook: str
+) -> None:
+    """The host has a ``sessions`` table of its own and an alembic history with ours in a
+    namespace: both upgrade, the host's autogenerate sees nothing to do for our tables (with
+    the namespace's hooks; without them it would drop them), and a store opens there."""
+    root = make_host_project(tmp_path / "host")
+    (root / "host_migrations" / "versions" / "0002_host_sessions.py").write_text(
+        textwrap.dedent(HOST_SESSIONS)
+    )
+    namespace = namespace_for(host_url)
+    ours = todo_sessions.Namespace(**namespace)
+    done = host_alembic(root, host_url, "upgrade", "head", when="after", namespace=namespace)
+    assert done.returncode == 0, done.stderr
+
+    check = host_alembic(root, host_url, "check", filter=hook, namespace=namespace)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "No new upgrade operations detected" in check.stdout + check.stderr
+    unfiltered = host_alembic(root, host_url, "check", filter="none", namespace=namespace)
+    assert unfiltered.returncode != 0
+    assert ours.name("session_events") in unfiltered.stdout + unfiltered.stderr
+
+    def read(conn: Connection) -> tuple[list[str], set[str]]:
+        rows = [str(r[0]) for r in conn.execute(text("SELECT host_key FROM sessions"))]
+        return rows, set(inspect(conn).get_table_names(schema=ours.schema))
+
+    rows, tables = asyncio.run(run_locked(host_url, read))
+    assert rows == ["the host row"]
+    assert tables >= ours.table_names | {ours.version_table}
+
+    async def store_opens_without_migrating() -> None:
+        async with SessionStore(host_url, migrate=False, **namespace) as store:
+            assert await store.list() == []
+
+    asyncio.run(store_opens_without_migrating())
