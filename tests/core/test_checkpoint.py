@@ -248,7 +248,7 @@ def test_nodes_that_do_not_match_their_digest_are_refused_at_once() -> None:
     [
         ("[oops]", "surface nodes are not JSON"),
         ("[1,2,3]", "surface node 1 is damaged"),
-        ("[]", "do not match the surface order"),
+        ("[{}]", "do not match the surface order"),
     ],
 )
 def test_nodes_are_decoded_when_first_needed(nodes: str, problem: str) -> None:

@@ -121,8 +121,11 @@ def test_states_that_are_not_a_surface_are_refused() -> None:
         (state_of(order, [[1, 0, 2, [True]]]), nodes, "replacement [1, 0, 2, True] is not made"),
         (state_of(order, [[1, 0, 2]]), nodes, "not enough values to unpack (expected 4, got 3)"),
         (state_of(order), "{}", "the surface nodes are not a JSON array"),
+        (state_of(order), "[{}", "the surface nodes are not a JSON array"),
+        (state_of(order), "{}]", "the surface nodes are not a JSON array"),
         (state_of(order), None, "the surface nodes are not a JSON array"),
-        (state_of([]), nodes, "nodes are stored for an empty surface"),
+        (state_of([]), nodes, "0 surface seqs, but the nodes are '[{"),
+        (state_of(order), "[]", f"{len(order)} surface seqs, but the nodes are '[]'"),
     ]
     for state, text, message in cases:
         with pytest.raises(ValueError) as info:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from ..errors import CheckpointError, InvalidEventError
 from .catalog import EVENT_TYPES
 from .envelope import SessionEvent, SurfaceReplace
-from .jsonvalue import canonical_fast, canonical_json, decode_fast
+from .jsonvalue import canonical_json, decode_fast
 from .messages import AssistantMessage, Message, UserMessage
 
 __all__ = [
@@ -158,15 +158,6 @@ class MessageSnapshot(Sequence[Message]):
         return f"MessageSnapshot({list(self)!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class _Undecoded:
-    """Surface nodes restored from a checkpoint and not decoded yet: the first ``count`` seqs
-    of the surface order, as the JSON array text of their events (see `SurfaceState.restore`)."""
-
-    text: str
-    count: int
-
-
 class SurfaceState:
     """The surface folded so far; `apply` one event at a time.
 
@@ -208,9 +199,11 @@ class SurfaceState:
         self._messages: list[Message] = []
         """The derived messages, in surface order (once decoded: see ``_undecoded``)."""
         self._replacements: list[Replacement] = []
-        self._undecoded: _Undecoded | None = None
-        """Restored nodes not decoded yet; while set, ``_nodes``, ``_wire`` and ``_messages``
-        hold only the nodes appended since, and no replace has been applied."""
+        self._undecoded: tuple[str, int] | None = None
+        """Surface nodes restored from a checkpoint and not decoded yet: the JSON array text
+        of their events, and how many they are (the first seqs of ``_order``). While set,
+        ``_nodes``, ``_wire`` and ``_messages`` hold only the nodes appended since, and no
+        replace has been applied."""
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -267,9 +260,8 @@ class SurfaceState:
         parts: list[str] = []
         first = 0
         if self._undecoded is not None:
-            first = self._undecoded.count
-            if first:
-                parts.append(self._undecoded.text[1:-1])
+            text, first = self._undecoded
+            parts.append(text[1:-1])
         for seq in itertools.islice(self._order, first, None):
             wire = self._wire[seq]
             if not isinstance(wire, str):
@@ -302,26 +294,27 @@ class SurfaceState:
             raise ValueError(f"not a surface state: {exc!r}") from None
         if type(nodes) is not str or not (nodes.startswith("[") and nodes.endswith("]")):
             raise ValueError("the surface nodes are not a JSON array")
+        if (nodes == "[]") != (not order):
+            raise ValueError(f"{len(order)} surface seqs, but the nodes are {nodes[:20]!r}")
         if order:
-            surface._undecoded = _Undecoded(nodes, len(order))
-        elif nodes != "[]":
-            raise ValueError("nodes are stored for an empty surface")
+            surface._undecoded = (nodes, len(order))
         return surface
 
     def _decode(self) -> None:
         """Decode the nodes `restore` left as text, and build their messages."""
-        undecoded = self._undecoded
-        if undecoded is None:
+        if self._undecoded is None:
             return
+        text, count = self._undecoded
         try:
-            wires = decode_fast(undecoded.text)
+            wires = decode_fast(text)
         except ValueError as exc:
             raise CheckpointError(f"checkpoint surface nodes are not JSON: {exc}") from None
-        if not isinstance(wires, list) or len(wires) != undecoded.count:
+        if len(wires) != count:  # a list: the text starts with "[" and ends with "]"
             raise CheckpointError("checkpoint surface nodes do not match the surface order")
         nodes: dict[int, Message | None] = {}
         events: dict[int, SessionEvent] = {}
-        for seq, wire in zip(self._order, wires, strict=False):
+        for position, wire in enumerate(wires):
+            seq = self._order[position]
             try:
                 event = SessionEvent.from_dict(wire)
                 if event.seq != seq:
@@ -419,7 +412,7 @@ def _node_text(event: SessionEvent) -> str:
     """A surface node's checkpoint text: its wire form without ``sourceEventSeqs``."""
     wire = event.to_dict()
     wire.pop("sourceEventSeqs", None)
-    return canonical_fast(wire) or canonical_json(wire)
+    return canonical_json(wire)
 
 
 def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:
