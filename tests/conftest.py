@@ -132,7 +132,15 @@ HOST_ROW = ("host-1", "a row of the host application")
 HOST_COLUMNS = ["host_key", "owner_name"]
 
 NAMESPACED_MODULES = frozenset(
-    {"test_store", "test_session_meta", "test_leases", "test_verify", "test_views", "test_jsonl"}
+    {
+        "test_store",
+        "test_session_meta",
+        "test_leases",
+        "test_verify",
+        "test_views",
+        "test_jsonl",
+        "test_long_sessions",
+    }
 )
 """The store contract modules that also run on ``sqlite-prefix`` and ``postgres-schema``."""
 

@@ -32,12 +32,11 @@ from todo_sessions import (
     SessionStore,
     SurfaceReplace,
 )
-from todo_sessions.core.checkpoint import fold
+from todo_sessions.core.checkpoint import CHECKPOINT_FORMAT, fold
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
 from todo_sessions.integrity import verify_session
-from todo_sessions.store.schema import session_checkpoints
 
 HERE = Path(__file__).resolve().parent
 
@@ -210,6 +209,8 @@ async def test_only_the_newest_checkpoints_are_kept(tmp_path: Path) -> None:
 
 
 async def _put_checkpoint(store: SessionStore, session_id: str, seq: int, text: str) -> None:
+    session_checkpoints = store.namespace.tables.session_checkpoints
+
     def put(conn: Any) -> None:
         conn.execute(
             session_checkpoints.delete().where(
@@ -219,7 +220,11 @@ async def _put_checkpoint(store: SessionStore, session_id: str, seq: int, text: 
         )
         conn.execute(
             session_checkpoints.insert().values(
-                session_id=session_id, seq=seq, format_version=1, state=text, created_at=0
+                session_id=session_id,
+                seq=seq,
+                format_version=CHECKPOINT_FORMAT,
+                state=text,
+                created_at=0,
             )
         )
 
