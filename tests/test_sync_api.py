@@ -116,4 +116,6 @@ def test_the_blocking_store_has_the_newer_store_methods(tmp_path: Path) -> None:
         assert store.usage("a").total == {}
         assert store.read_from("a", 2, limit=2) == store.read_from("a")[2:4]
         assert store.checkpoints("a") == [] and store.delete_checkpoints("a") == 0
+        assert store.latest_event("a", "todo/write") == turn(0)[2]
+        assert store.latest_event("a", "turn/start", "turn/end", upto_seq=3) == turn(0)[0]
         assert store.lease_holders(["a", "b"]) == {}

@@ -63,6 +63,30 @@ async def test_store_projections_equal_the_pure_ones_at_every_seq(store: Session
         await store.derive_messages("missing")
 
 
+async def test_the_latest_event_of_some_types_at_every_seq(store: SessionStore) -> None:
+    b = mixed_log()
+    await stored(store, b)
+
+    def latest(types: tuple[str, ...], seq: int) -> SessionEvent | None:
+        return next((e for e in reversed(b.events[: seq + 1]) if e.type in types), None)
+
+    for types in [("todo/write",), ("turn/start", "turn/end"), ("turn/end", "turn/start")]:
+        for seq in range(len(b.events)):
+            assert await store.latest_event("s1", *types, upto_seq=seq) == latest(types, seq)
+        assert await store.latest_event("s1", *types) == latest(types, len(b.events))
+    assert await store.latest_event("s1", "todo/write", upto_seq=10**6) == latest(
+        ("todo/write",), len(b.events)
+    )
+    assert await store.latest_event("s1", "no/such-type") is None
+    for bad in [(), (5,), ("todo/write", None)]:
+        with pytest.raises(ValueError, match="one or more event types"):
+            await store.latest_event("s1", *bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="upto_seq"):
+        await store.latest_event("s1", "todo/write", upto_seq=-1)
+    with pytest.raises(SessionNotFoundError):
+        await store.latest_event("missing", "todo/write")
+
+
 async def test_todo_write_never_changes_derived_messages(store: SessionStore) -> None:
     b = LogBuilder()
     b.exchange("hi", "c1")

@@ -28,7 +28,7 @@ from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
 from todo_sessions.demo import run_demo
 from todo_sessions.jsonl import export_lines
 from todo_sessions.web import create_app
-from todo_sessions.web.views import TIMELINE_PAGE, TODO_SCAN_LIMIT, messages_json
+from todo_sessions.web.views import TIMELINE_PAGE, messages_json
 
 DEMO = "demo-web"
 HOSTILE_TEXT = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -228,33 +228,36 @@ def test_the_todo_pane_marks_what_the_last_write_changed(
     assert [change for _, _, change in todo_pane(page)].count("removed") == 3
 
 
-def test_a_write_far_back_is_shown_without_its_changes(tmp_path: Path) -> None:
+def test_a_write_far_back_is_found_with_its_changes(tmp_path: Path) -> None:
+    """The viewer asks the store for the latest write (one indexed row), however far back it
+    is: 20,000 streamed chunks after it change nothing."""
     url = f"sqlite:///{tmp_path / 'far.db'}"
+    far = 20_000
     with SyncSessionStore(url) as store:
         store.create(header("far"))
-        near = TODO_SCAN_LIMIT - 1  # the last seq whose write is still found
-        events = [todo_write(0, ("old", "pending")), *chunks(1, near - 1)]
-        events += [todo_write(near, ("plan", "in_progress"), ("old", "completed"))]
-        events += chunks(near + 1, TODO_SCAN_LIMIT + 10)
+        events = [todo_write(0, ("old", "pending")), *chunks(1, 9)]
+        events += [todo_write(10, ("plan", "in_progress"), ("old", "completed"))]
+        events += chunks(11, far)
         store.append("far", events)
         end = store.summary("far").next_seq - 1
+        assert store.latest_event("far", "todo/write") == events[10]
+        assert store.latest_event("far", "todo/write", upto_seq=9) == events[0]
     with TestClient(create_app(url, allowed_hosts=["testserver"])) as client:
-        found = client.get("/api/sessions/far/state", params={"at": near + TODO_SCAN_LIMIT - 1})
-        assert found.json()["todoWriteSeq"] == near
-        assert found.json()["previousTodoWriteSeq"] == 0
-        changes = [(c["content"], c["change"]) for c in found.json()["todoChanges"]]
-        assert changes == [("plan", "added"), ("old", "status")]
-        far = client.get("/api/sessions/far/state", params={"at": end}).json()
-        assert far["todos"] == [
+        state = client.get("/api/sessions/far/state", params={"at": end}).json()
+        assert state["todos"] == [
             {"content": "plan", "status": "in_progress"},
             {"content": "old", "status": "completed"},
         ]
-        assert far["todoWriteSeq"] is None and far["todoChanges"] == []
+        assert (state["todoWriteSeq"], state["previousTodoWriteSeq"]) == (10, 0)
+        changes = [(c["content"], c["change"]) for c in state["todoChanges"]]
+        assert changes == [("plan", "added"), ("old", "status")]
+        first = client.get("/api/sessions/far/state", params={"at": 9}).json()
+        assert (first["todoWriteSeq"], first["previousTodoWriteSeq"]) == (0, None)
         page = client.get("/sessions/far").text
-        assert "changes are not marked" in page
+        assert "Written at seq" in page and "are marked" in page
         assert [(c, s, ch) for c, s, ch in todo_pane(page)] == [
-            ("plan", "in_progress", "same"),
-            ("old", "completed", "same"),
+            ("plan", "in_progress", "added"),
+            ("old", "completed", "status"),
         ]
 
 

@@ -208,6 +208,11 @@ class SyncSessionStore:
     ) -> list[TodoItem] | None:
         return self._call(self._store.current_todos, session_id, upto_seq=upto_seq)
 
+    def latest_event(
+        self, session_id: str, *types: str, upto_seq: int | None = None
+    ) -> SessionEvent | None:
+        return self._call(self._store.latest_event, session_id, *types, upto_seq=upto_seq)
+
     def derive_messages(self, session_id: str, *, upto_seq: int | None = None) -> list[Message]:
         return self._call(self._store.derive_messages, session_id, upto_seq=upto_seq)
 

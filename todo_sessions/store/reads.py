@@ -36,6 +36,7 @@ __all__ = [
     "compile_reads",
     "count_of_type",
     "find_session",
+    "latest_event",
     "latest_todos",
     "list_sessions",
     "list_statement",
@@ -105,6 +106,10 @@ def read_statements(queries: Queries) -> dict[str, Any]:
         .order_by(cp.seq),
         "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
         "latest_of_type": select(ev.seq, ev.data)
+        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
+        .order_by(ev.seq.desc())
+        .limit(1),
+        "latest_event_of_type": select(*event_columns)
         .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
         .order_by(ev.seq.desc())
         .limit(1),
@@ -370,6 +375,23 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         return todos_from_payload(decode_json(data_text, strict=False), seq=seq)
     except (ValueError, InvalidEventError) as exc:
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
+
+
+def latest_event(
+    rows: Rows, session_id: str, types: tuple[str, ...], upto_seq: int | None
+) -> SessionEvent | None:
+    """The latest event of one of ``types`` at or before ``upto_seq``, or None: one indexed
+    row per type."""
+    upto = _bound(read_session(rows, session_id)["next_seq"], upto_seq)
+    latest: SessionEvent | None = None
+    for type_ in types:
+        params = {"session_id": session_id, "type": type_, "upto": upto}
+        found = rows_to_events(
+            session_id, rows.fetch("latest_event_of_type", params), expect_seq=None
+        )
+        if found and (latest is None or found[0].seq > latest.seq):
+            latest = found[0]
+    return latest
 
 
 # -- checkpoints ----------------------------------------------------------------------------------

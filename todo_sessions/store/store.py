@@ -546,6 +546,25 @@ class SessionStore:
             f"reading todos of session {session_id!r}", reads.latest_todos, session_id, upto_seq
         )
 
+    async def latest_event(
+        self, session_id: str, *types: str, upto_seq: int | None = None
+    ) -> SessionEvent | None:
+        """The latest event of one of ``types`` (as of ``upto_seq``), or None: one indexed row
+        read per type, whatever the session's length. ``latest_event(id, "todo/write")`` is the
+        write `current_todos` reads; ``latest_event(id, "turn/start", "turn/end")`` tells
+        whether a turn is open."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        if not types or any(type(t) is not str for t in types):
+            raise ValueError(f"latest_event needs one or more event types (str), got {types!r}")
+        return await self._read(
+            f"reading the latest {'/'.join(types)} of session {session_id!r}",
+            reads.latest_event,
+            session_id,
+            types,
+            upto_seq,
+        )
+
     async def derive_messages(
         self, session_id: str, *, upto_seq: int | None = None
     ) -> list[Message]:

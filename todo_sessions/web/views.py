@@ -18,14 +18,13 @@ from typing import Any, TypeVar
 
 from ..core.envelope import SessionEvent
 from ..core.messages import Message, messages_adapter
-from ..core.todos import TodoItem
+from ..core.todos import TodoItem, todos_from_payload
 from ..store.results import SessionSummary
 from ..store.store import SessionStore, wall_clock_ms
 
 __all__ = [
     "MESSAGES_SHOWN",
     "TIMELINE_PAGE",
-    "TODO_SCAN_LIMIT",
     "FilterError",
     "ListFilters",
     "Row",
@@ -47,12 +46,6 @@ TIMELINE_PAGE = 200
 
 MESSAGES_SHOWN = 200
 """The message pane shows the last this many derived messages (the JSON API has them all)."""
-
-TODO_SCAN_LIMIT = 5_000
-"""How far back from the selected seq the viewer looks for the todo write it shows, to mark
-what that write changed. The store answers the list itself in one row, but has no call that
-says *which* seq wrote it, so the viewer scans back page by page; past this many events it
-shows the list without the changes."""
 
 T = TypeVar("T")
 
@@ -458,51 +451,9 @@ def todo_changes(
     return out
 
 
-async def last_of(
-    store: SessionStore, session_id: str, at: int, types: frozenset[str]
-) -> tuple[SessionEvent | None, bool]:
-    """The last event at or before ``at`` whose type is in ``types``, scanning back page by
-    page for at most `TODO_SCAN_LIMIT` events (about 50 ms), and whether the answer is sure:
-    ``(None, True)`` when the scan reached seq 0 without one, ``(None, False)`` when it
-    stopped at the limit."""
-    high = at
-    size = 256
-    scanned = 0
-    while high >= 0 and scanned < TODO_SCAN_LIMIT:
-        low = max(0, high - min(size, TODO_SCAN_LIMIT - scanned) + 1)
-        want = high - low + 1
-        found: SessionEvent | None = None
-        seen = 0
-        async with closing(store.stream(session_id, low, page_size=want)) as events:
-            async for event in events:
-                if event.type in types:
-                    found = event
-                seen += 1
-                if seen == want:
-                    break
-        if found is not None:
-            return found, True
-        scanned += want
-        high = low - 1
-        size *= 2
-    return None, high < 0
-
-
-_TODO_WRITE = frozenset({"todo/write"})
-_TURN_BOUNDARY = frozenset({"turn/start", "turn/end"})
-
-
-async def latest_write_seq(store: SessionStore, session_id: str, at: int) -> int | None:
-    """The seq of the last ``todo/write`` at or before ``at``, or None if the scan of
-    `last_of` did not find one."""
-    event, _ = await last_of(store, session_id, at, _TODO_WRITE)
-    return None if event is None else event.seq
-
-
 async def open_turn(store: SessionStore, session_id: str, at: int) -> int | None:
-    """The turn still open at seq ``at`` (a fork there is refused), or None: between turns,
-    or not known within the scan (then the server's answer to a fork decides)."""
-    event, _ = await last_of(store, session_id, at, _TURN_BOUNDARY)
+    """The turn still open at seq ``at`` (a fork there is refused), or None between turns."""
+    event = await store.latest_event(session_id, "turn/start", "turn/end", upto_seq=at)
     if event is None or event.type != "turn/start":
         return None
     turn = event.data.get("turn")
@@ -560,23 +511,28 @@ def clamp(at: int | None, last: int) -> int:
     return max(at, 0)
 
 
+async def _latest_write(
+    store: SessionStore, session_id: str, at: int
+) -> tuple[list[TodoItem] | None, int | None]:
+    """The list of the last ``todo/write`` at or before ``at`` and its seq (one indexed
+    row), or ``(None, None)``."""
+    event = await store.latest_event(session_id, "todo/write", upto_seq=at)
+    if event is None:
+        return None, None
+    return todos_from_payload(event.data, seq=event.seq), event.seq
+
+
 async def _todo_state(
     store: SessionStore, session_id: str, at: int
 ) -> tuple[list[TodoItem] | None, list[TodoChange], int | None, int | None]:
     """The list as of ``at``, what its write changed, the seq of that write and of the one
     before it."""
-    todos = await store.current_todos(session_id, upto_seq=at)
-    if todos is None:
+    todos, write_seq = await _latest_write(store, session_id, at)
+    if todos is None or write_seq is None:
         return None, [], None, None
-    write_seq = await latest_write_seq(store, session_id, at)
-    if write_seq is None:
-        return todos, [], None, None
-    previous = None
-    previous_seq = None
+    previous, previous_seq = (None, None)
     if write_seq > 0:
-        previous = await store.current_todos(session_id, upto_seq=write_seq - 1)
-        if previous is not None:
-            previous_seq = await latest_write_seq(store, session_id, write_seq - 1)
+        previous, previous_seq = await _latest_write(store, session_id, write_seq - 1)
     return todos, todo_changes(todos, previous), write_seq, previous_seq
 
 
