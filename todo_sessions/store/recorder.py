@@ -154,11 +154,14 @@ class LocalWakeups:
     def wake(self, session_id: str) -> None:
         """Wake the followers of ``session_id``, each on its own event loop (a SQLite store
         serves callers on several loops: an `asyncio.Event` is set only from its loop)."""
+        waiters = self._waiters.get(session_id)
+        if not waiters:  # the usual case: every append calls this, few sessions are followed
+            return
         try:
             here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             here = None
-        for loop, event in self._waiters.get(session_id, ()):
+        for loop, event in waiters:
             if loop is here:
                 event.set()
             else:

@@ -147,18 +147,34 @@ def _already(conn: sqlite3.Connection, pragma: str) -> bool:
 # -- settling futures from a thread ---------------------------------------------------------
 
 
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # the awaiting task was cancelled; the work itself still ran
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
 def _settle_all(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
     for future, result, error in outcomes:
-        if future.done():  # the awaiting task was cancelled; the work itself still ran
-            continue
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
+        _settle(future, result, error)
+
+
+def _hand_back_one(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    """Settle one future on its loop (a lone append, a call): one wake-up, no lists.
+
+    The wake-up is the thread's last Python before it blocks on its queue again: the woken
+    loop needs the GIL that this thread holds until then (hence no ``suppress`` block, whose
+    ``__exit__`` would run after it)."""
+    try:  # noqa: SIM105
+        future.get_loop().call_soon_threadsafe(_settle, future, result, error)
+    except RuntimeError:  # its loop is closed: nobody is waiting any more
+        pass
 
 
 def _hand_back(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
-    """Settle futures on their loops, one wake-up per loop."""
+    """Settle a group's futures on their loops, one wake-up per loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
     for outcome in outcomes:
         by_loop.setdefault(outcome[0].get_loop(), []).append(outcome)
@@ -200,11 +216,6 @@ class _Writer:
         self._thread.start()
 
     # -- the event-loop side --------------------------------------------------------------------
-
-    async def append(self, batch: AppendBatch) -> AppendOutcome:
-        future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
-        self._jobs.put(_AppendJob(batch, future))
-        return await future
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` on the writer thread, alone."""
@@ -249,28 +260,35 @@ class _Writer:
             conn.close()
 
     def _serve(self) -> None:
+        # A lone append is what single-append latency is made of: it is seen without an
+        # exception (``empty()`` rather than ``get_nowait()`` raising ``Empty``) and committed
+        # by `_commit_one`. This thread is the queue's only consumer, so ``empty()`` is exact.
         jobs = self._jobs
+        get, empty = jobs.get, jobs.empty
         while True:
-            job = jobs.get()
+            job = get()
             if job is None:
                 return
             if type(job) is _CallJob:
                 self._run_call(job)
                 continue
+            if empty():
+                self._commit_one(job)  # type: ignore[arg-type]
+                continue
             group: list[_AppendJob] = [job]  # type: ignore[list-item]
             held: _CallJob | None = None
             stop = False
-            while True:  # everything already waiting joins this commit
-                try:
-                    more = jobs.get_nowait()
-                except queue.Empty:
-                    break
+            while not empty():  # everything already waiting joins this commit
+                more = get()
                 if type(more) is _AppendJob:
                     group.append(more)
                     continue
                 held, stop = more, more is None  # type: ignore[assignment]
                 break
-            self._commit_group(group)
+            if len(group) == 1:
+                self._commit_one(group[0])
+            else:
+                self._commit_group(group)
             if held is not None:
                 self._run_call(held)
             if stop:
@@ -281,28 +299,43 @@ class _Writer:
             result, error = job.fn(self.connection(), *job.args), None
         except BaseException as exc:
             result, error = None, exc
-        _hand_back([(job.future, result, error)])
+        _hand_back_one(job.future, result, error)
+
+    def _commit_one(self, job: _AppendJob) -> None:
+        """A lone append: its own transaction, without a savepoint."""
+        try:
+            conn = self.conn or self.connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = _append(conn, job.batch, self._sql)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException as exc:
+            _hand_back_one(job.future, None, exc)
+        else:
+            _hand_back_one(job.future, result, None)
 
     def _commit_group(self, group: list[_AppendJob]) -> None:
+        """Appends that queued up together: one transaction, each under its own savepoint."""
         outcomes: list[Any] = [None] * len(group)
         try:
             conn = self.connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if len(group) == 1:
-                    outcomes[0] = (_append(conn, group[0].batch, self._sql), None)
-                else:
-                    for i, job in enumerate(group):
-                        conn.execute("SAVEPOINT todo_sessions_append")
-                        try:
-                            outcome = _append(conn, job.batch, self._sql)
-                        except Exception as exc:
-                            conn.execute("ROLLBACK TO todo_sessions_append")
-                            conn.execute("RELEASE todo_sessions_append")
-                            outcomes[i] = (None, exc)
-                        else:
-                            conn.execute("RELEASE todo_sessions_append")
-                            outcomes[i] = (outcome, None)
+                for i, job in enumerate(group):
+                    conn.execute("SAVEPOINT todo_sessions_append")
+                    try:
+                        outcome = _append(conn, job.batch, self._sql)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO todo_sessions_append")
+                        conn.execute("RELEASE todo_sessions_append")
+                        outcomes[i] = (None, exc)
+                    else:
+                        conn.execute("RELEASE todo_sessions_append")
+                        outcomes[i] = (outcome, None)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -494,7 +527,13 @@ class SQLiteRecorder:
         return self._writer
 
     async def append(self, batch: AppendBatch) -> AppendOutcome:
-        outcome = await self._the_writer().append(batch)
+        # `_Writer.append`, inlined: one coroutine less to start and resume per append.
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("the SQLite recorder is not open")
+        future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        writer._jobs.put(_AppendJob(batch, future))
+        outcome = await future
         self._wakeups.wake(batch.session_id)  # followers here need not wait for their poll
         return outcome
 

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType, TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, NoReturn, Self, TypeVar
 
 from sqlalchemy.engine import URL, Connection
 
@@ -68,6 +68,23 @@ EventInput = SessionEvent | Mapping[str, Any]
 T = TypeVar("T")
 
 _LOAD_ATTEMPTS = 5
+
+
+def _append_failed(exc: Exception, session_id: str, first: int) -> NoReturn:
+    """Raise what a failed append's error means (`translate_errors`)."""
+    with translate_errors(f"appending to session {session_id!r}"):
+        # The seq was checked against the next seq read under the write lock, so a row already
+        # at one of the batch's seqs lies past the session's stored end: it was put there
+        # outside todo_sessions.
+        if is_unique_violation(exc):
+            raise CorruptSessionError(
+                session_id,
+                first,
+                f"a stored row at seq {first} or later lies past the session's stored end; it "
+                "was written outside todo_sessions (run `todo-sessions verify`)",
+            ) from exc
+        raise exc
+    raise AssertionError("unreachable: translate_errors re-raises what it catches")
 
 
 def _ttl_ms(ttl: float) -> int:
@@ -319,9 +336,12 @@ class SessionStore:
         nothing (fencing; `SessionService` passes its leases here).
         """
         check_session_id(session_id)
-        self._check_writable(f"append to session {session_id!r}")
+        if self.read_only:
+            self._check_writable(f"append to session {session_id!r}")
         batch = [e if isinstance(e, SessionEvent) else SessionEvent.from_dict(e) for e in events]
-        recorder = await self._ready()
+        recorder = self._recorder
+        if recorder is None or self._target.dialect == "postgresql":
+            recorder = await self._ready()  # opens the store; checks a PostgreSQL store's loop
         if not batch:
             return await self._current_token(session_id)
         first = batch[0].seq
@@ -348,21 +368,12 @@ class SessionStore:
             lease,
             None if change is None else projection_of(session_id, change),
         )
-        with translate_errors(f"appending to session {session_id!r}"):
-            try:
-                incarnation, revision, _ = await recorder.append(prepared)
-            except Exception as exc:
-                # The seq was checked against the next seq read under the write lock, so a
-                # row already at one of the batch's seqs lies past the session's stored end:
-                # it was put there outside todo_sessions.
-                if is_unique_violation(exc):
-                    raise CorruptSessionError(
-                        session_id,
-                        first,
-                        f"a stored row at seq {first} or later lies past the session's stored "
-                        "end; it was written outside todo_sessions (run `todo-sessions verify`)",
-                    ) from exc
-                raise
+        try:
+            incarnation, revision, _ = await recorder.append(prepared)
+        except Exception as exc:
+            # Translated on the error path only: a `with translate_errors(...)` block around
+            # every append cost about as much as validating its event.
+            _append_failed(exc, session_id, first)
         if pending is not None:
             self._pending.pop(session_id, None)
         if checker is not None:
