@@ -25,6 +25,23 @@ and a grouped commit is many more. Measured with ``python bench/store_bench.py -
 (median of alternating rounds, 2 CPUs): single-event durable appends through aiosqlite
 statement by statement ran at about 0.65x of this module's rate (the store at 1.51-1.55x of
 aiosqlite). So a store opens at most three threads (``THREADS``): one writer and two readers.
+
+Why a writer thread at all, rather than committing on the caller's event loop: a store is a
+guest in its host's loop, and a commit blocks the thread that runs it. With
+``synchronous=FULL`` a lone append's COMMIT took a median 160-200 µs of fsync on the
+development VM (2 vCPUs), and a database locked by another process makes it wait up to the
+busy timeout (5 s by default); on the loop thread, every task of the host would stall that
+long. The thread is not free, and these are its measured costs (per lone durable append,
+medians of 21 alternating rounds of 300, instrumented copy; bench/RESULTS.md, issue #10):
+the hand-off to the writer thread (queue put, the thread's wake-up and GIL) 33-35 µs, and
+the hand-back (``call_soon_threadsafe``, the loop's wake-up, the task's resumption) 54-56
+µs, against 8-9 µs of the store's own Python before the hand-off. A prototype committing on
+the loop thread instead reached 0.91x of plain ``sqlite3``'s rate, against 0.60-0.65x
+through the thread: the difference is the two thread wake-ups, which no queue or
+future primitive removes (a ``deque`` with a lock as semaphore, ``SimpleQueue`` and
+``run_in_executor`` measured alike, 45-70 µs a no-op round trip). What the thread buys
+besides never blocking the host: appends from concurrent tasks share one fsync (8 tasks at
+2.2x the rate of commits one after another).
 """
 
 from __future__ import annotations
