@@ -23,9 +23,13 @@
     │                                  its append wrote nothing
     ├── EventsNotStoredError           a closing service could not store a session's queued
     │                                  events; they were saved to a recovery file
-    └── StoreError                     any other database failure (driver error wrapped)
-        └── StoreUnavailableError      the database cannot be reached or the connection
-                                       was lost; the store reconnects on the next call
+    ├── StoreError                     any other database failure (driver error wrapped)
+    │   └── StoreUnavailableError      the database cannot be reached or the connection
+    │                                  was lost; the store reconnects on the next call
+    └── ModelError                     a model provider failed (``provider`` names it)
+        ├── ProviderResponseError      a malformed response or stream (not retried)
+        └── ModelRequestError          a request failed (``status``, ``retryable``)
+            └── ModelAuthError         no API key, or the provider refused it (401/403)
 
 Driver exceptions (sqlite3, asyncpg, SQLAlchemy) never escape the store raw: they are
 translated once, at the store boundary, and chained with ``raise ... from exc``.
