@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -209,6 +210,34 @@ async def test_checkpoints_live_in_the_namespace(host_db: str) -> None:
         store = service.store
         assert [c.seq for c in await store.checkpoints(session.id)] == [2]
         assert await store.delete_checkpoints(session.id) == 1
+
+
+async def test_the_database_check_reports_only_our_own_tables(tmp_path: Path) -> None:
+    """An SQLite file shared with a host application: a dangling foreign key among the
+    host's tables (or another namespace's) is not our store's problem; one among ours is."""
+    path = tmp_path / "shared.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE sessions (host_key TEXT PRIMARY KEY)")
+    raw.execute("CREATE TABLE logins (k TEXT, session TEXT REFERENCES sessions (host_key))")
+    raw.execute("INSERT INTO logins VALUES ('l1', 'nobody')")  # the host keeps FKs off
+    raw.close()
+    async with SessionStore(f"sqlite:///{path}?table_prefix=agent_") as agent:
+        await agent.create(header("a"))
+        await agent.append("a", turn(0))
+        assert await agent.check_database() == []
+    async with SessionStore(f"sqlite:///{path}?table_prefix=other_") as other:
+        await other.create(header("o"))
+        await other.append("o", turn(0))
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA foreign_keys = OFF")
+    raw.execute("DELETE FROM other_sessions")  # the other namespace's events are orphans now
+    raw.close()
+    async with SessionStore(f"sqlite:///{path}?table_prefix=agent_") as agent:
+        assert await agent.check_database() == []
+    async with SessionStore(f"sqlite:///{path}?table_prefix=other_") as other:
+        assert await other.check_database() == [
+            "6 row(s) of other_session_events refer to a missing row of other_sessions"
+        ]
 
 
 async def test_the_triggers_name_their_tables_whatever_the_search_path(

@@ -52,7 +52,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
@@ -412,12 +412,12 @@ def _read_on(
         conn.execute("ROLLBACK")
 
 
-def _integrity_check(conn: sqlite3.Connection) -> list[str]:
+def _integrity_check(conn: sqlite3.Connection, tables: Iterable[str]) -> list[str]:
     # A damaged file's report can quote bytes that are not UTF-8: show them, never fail on them.
     factory = conn.text_factory
     conn.text_factory = _lenient_text
     try:
-        return _integrity_problems(conn)
+        return _integrity_problems(conn, tables)
     except UnicodeDecodeError as exc:  # SQLite's own error text quotes the damaged bytes
         return [f"the integrity check stopped on damaged text ({exc.reason}): the file is damaged"]
     finally:
@@ -428,12 +428,16 @@ def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _integrity_problems(conn: sqlite3.Connection) -> list[str]:
+def _integrity_problems(conn: sqlite3.Connection, tables: Iterable[str]) -> list[str]:
+    """The whole file's integrity check, and the foreign keys of our ``tables`` only: a host
+    application's tables in the same file (or another namespace's) are none of our business."""
     found = [str(row[0]) for row in conn.execute("PRAGMA integrity_check").fetchall()]
     problems = [] if found == ["ok"] else found
     broken: dict[tuple[str, str], int] = {}
-    for table, _rowid, parent, _fk in conn.execute("PRAGMA foreign_key_check").fetchall():
-        broken[(table, parent)] = broken.get((table, parent), 0) + 1
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    for name in sorted(set(tables) & present):
+        for table, _rowid, parent, _fk in conn.execute(f'PRAGMA foreign_key_check("{name}")'):
+            broken[(table, parent)] = broken.get((table, parent), 0) + 1
     problems += [
         f"{count} row(s) of {table} refer to a missing row of {parent}"
         for (table, parent), count in broken.items()
@@ -515,6 +519,7 @@ class SQLiteRecorder:
         self._target = target
         self._options = options
         self._sql = namespace.compiled("sqlite")  # the default namespace's: compiled once
+        self._tables = namespace.table_names
         self._writer: _Writer | None = None
         self._readers: _Readers | None = None
         self._wakeups = LocalWakeups()
@@ -570,7 +575,7 @@ class SQLiteRecorder:
     async def check_integrity(self) -> list[str]:
         """``PRAGMA integrity_check`` (every page, index entry and constraint) and ``PRAGMA
         foreign_key_check`` (events whose session row is gone)."""
-        return await self._the_writer().call(_integrity_check)
+        return await self._the_writer().call(_integrity_check, self._tables)
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         writer = self._the_writer()
