@@ -349,6 +349,30 @@ async def test_a_checkpoint_that_the_log_does_not_continue_is_passed_over(
 # -- crashes ------------------------------------------------------------------------------------
 
 
+async def test_a_checkpoint_is_stored_at_the_seq_its_text_was_taken_at(db_url: str) -> None:
+    """The state given to `write_checkpoint` may grow while the write waits for the database
+    (a live session appending on another thread): the text and its seq are taken together."""
+    events = turn(0) + turn(6, 2)
+    state = fold(events[:6])
+    armed: list[SessionEvent] = []
+
+    def clock() -> int:  # called after the text is taken, before the write: an append lands
+        while armed:
+            state.apply(armed.pop())
+        return T0
+
+    async with SessionStore(db_url, clock=clock) as store:
+        await store_log(store, "s", events)
+        armed.append(events[6])
+        assert await store.write_checkpoint("s", state)
+        assert state.next_seq == 7
+        [info] = await store.checkpoints("s")
+        assert info.seq == 6
+        resumed = await store.resume_state("s")
+        assert resumed.from_checkpoint == 6
+        assert resumed.state.encode() == fold(events).encode()
+
+
 async def test_a_crash_between_an_append_and_its_checkpoint_loses_nothing(db_url: str) -> None:
     events = turn(0) + turn(6, 2)
     async with SessionStore(db_url) as store:

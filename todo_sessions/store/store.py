@@ -603,12 +603,12 @@ class SessionStore:
             raise ValueError(f"keep must be an int >= 1, got {keep!r}")
         if state.next_seq < 1:
             return False
-        text = state.encode()
+        seq, text = state.next_seq, state.encode()  # together: the state may grow meanwhile
         now = self._clock()
         tables = self.namespace.tables
         return await self._write_sync(
             f"writing a checkpoint of session {session_id!r}",
-            lambda c: checkpoints.write(c, tables, session_id, state.next_seq, text, now, keep),
+            lambda c: checkpoints.write(c, tables, session_id, seq, text, now, keep),
         )
 
     async def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
