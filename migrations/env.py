@@ -12,8 +12,9 @@ the run and restores them, so a host's alembic environment survives this one. Fr
 The namespace (a PostgreSQL schema or an SQLite table prefix, docs/design.md "Namespaces")
 comes in through ``config.attributes["todo_sessions_namespace"]``, or from the URL's ``schema``
 / ``table_prefix`` parameters on the command line; without either it is the default (today's
-names). The revisions read it with ``migration_namespace()``. A schema is created here (``CREATE
-SCHEMA IF NOT EXISTS``) before alembic creates its version table in it.
+names). The revisions read it with ``migration_namespace()``. A missing schema is created here
+before alembic creates its version table in it; an existing one (an administrator's, owned by
+the migrating role) is used as it is.
 """
 
 from __future__ import annotations
@@ -64,10 +65,19 @@ def compare_type(
     return None
 
 
+def _schema_exists(connection: Connection, schema: str) -> bool:
+    found = connection.execute(
+        text("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = :schema"), {"schema": schema}
+    )
+    return found.first() is not None
+
+
 def run_on(connection: Connection) -> None:
     namespace = migration_namespace()
-    if namespace.schema is not None:
-        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{namespace.schema}"'))
+    if namespace.schema is not None and not _schema_exists(connection, namespace.schema):
+        # Only when missing: CREATE SCHEMA IF NOT EXISTS still needs CREATE on the database,
+        # which a role migrating a schema an administrator made for it may well lack.
+        connection.execute(text(f'CREATE SCHEMA "{namespace.schema}"'))
     context.configure(
         connection=connection,
         target_metadata=namespace.metadata,

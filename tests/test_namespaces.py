@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from alembic import command
 from factories import T0, header, turn
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, make_url, text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import (
@@ -238,6 +239,40 @@ async def test_the_database_check_reports_only_our_own_tables(tmp_path: Path) ->
         assert await other.check_database() == [
             "6 row(s) of other_session_events refer to a missing row of other_sessions"
         ]
+
+
+def test_a_role_migrates_the_schema_made_for_it_without_create_on_the_database(
+    fresh_pg_url: str,
+) -> None:
+    """A locked-down deployment: an administrator creates the schema for the application's
+    role, which may not create schemas itself. Migrating and using the namespace works."""
+    from conftest import _pg_admin
+
+    role = f"ts_app_{secrets.token_hex(4)}"
+    app_url = str(make_url(fresh_pg_url).set(username=role))
+    _pg_admin(fresh_pg_url, f"CREATE ROLE {role} LOGIN")
+    try:
+        _pg_admin(fresh_pg_url, f"CREATE SCHEMA agent AUTHORIZATION {role}")
+        [[may_create]] = _pg_admin(
+            fresh_pg_url,
+            f"SELECT has_database_privilege('{role}', current_database(), 'CREATE')",
+            fetch=True,
+        )
+        assert may_create is False
+        asyncio.run(migrate(app_url, schema="agent"))
+
+        async def use() -> None:
+            async with SessionStore(app_url, schema="agent") as store:
+                await store.create(header("s"))
+                await store.append("s", turn(0))
+                assert len(await store.read_from("s")) == 6
+
+        asyncio.run(use())
+        with pytest.raises(StoreError, match="permission denied"):
+            asyncio.run(migrate(app_url, schema="elsewhere"))  # a schema it would have to make
+    finally:
+        _pg_admin(fresh_pg_url, "DROP SCHEMA IF EXISTS agent CASCADE")
+        _pg_admin(fresh_pg_url, f"DROP ROLE {role}")
 
 
 async def test_the_triggers_name_their_tables_whatever_the_search_path(
