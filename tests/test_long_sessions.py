@@ -265,6 +265,36 @@ async def test_a_checkpoint_that_cannot_be_used_is_passed_over_and_reported(
         assert [(p.seq, p.kind) for p in problems] == [(12, "checkpoint")], problems
 
 
+async def test_a_checkpoint_of_an_older_format_is_passed_over_quietly(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Format 1 (one JSON document) is what the previous version wrote: after an upgrade it
+    is obsolete derived data, not damage. Reads fold past it without a warning, `verify` does
+    not fail on it, and the session's next checkpoint takes over."""
+    events = turn(0) + turn(6, 2)
+    head, nodes = fold(events).encode().split("\n")
+    wire = json.loads(head)
+    wire.update(format=1, surface={"nodes": json.loads(nodes), "replacements": []})
+    del wire["nodes"]
+    async with SessionStore(db_url) as store:
+        await store_log(store, "s", events)
+        await _put_checkpoint(store, "s", 12, json.dumps(wire))
+        with caplog.at_level(logging.WARNING, logger="todo_sessions.store"):
+            resumed = await store.resume_state("s")
+            assert await store.derive_messages("s") == derive_messages(events)
+        assert resumed.from_checkpoint is None
+        assert resumed.state.encode() == fold(events).encode()
+        assert not [r for r in caplog.records if "checkpoint" in r.getMessage()]
+        assert await verify_session(store, "s") == []
+        assert await store.write_checkpoint("s", resumed.state)
+        assert (await store.resume_state("s")).from_checkpoint == 12
+        for future in (3, 99):  # a format from a newer version is still reported
+            wire["format"] = future
+            await _put_checkpoint(store, "s", 12, json.dumps(wire))
+            [problem] = await verify_session(store, "s")
+            assert f"has format {future}" in problem.message
+
+
 @pytest.mark.parametrize("part", ["nodes", "todos"])
 async def test_a_tampered_checkpoint_is_reported_by_verify(db_url: str, part: str) -> None:
     """A checkpoint edited in place with care (its state changed, the event it names kept,

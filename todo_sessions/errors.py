@@ -144,7 +144,15 @@ class CheckpointError(TodoSessionsError, ValueError):
     of the log); `verify` reports it. It reaches a caller only from a live session restored
     from a checkpoint whose surface nodes were rewritten together with their digest (see
     docs/design.md, "Checkpoints").
+
+    ``obsolete`` is True for a checkpoint of an older format this version no longer reads:
+    derived data an upgrade left behind, not damage (reads pass over it without a warning,
+    `verify` does not report it, and the next checkpoint replaces it).
     """
+
+    def __init__(self, message: str, *, obsolete: bool = False) -> None:
+        super().__init__(message)
+        self.obsolete = obsolete
 
 
 class FormatUnsupportedError(TodoSessionsError):

@@ -78,7 +78,9 @@ async def verify_checkpoints(
     store: SessionStore, session_id: str, events: list[SessionEvent]
 ) -> list[Problem]:
     """Each stored checkpoint recomputed from the log: one that cannot be read, lies past the
-    end of the log, or differs from the fold is a problem (``load`` passes over it anyway)."""
+    end of the log, or differs from the fold is a problem (``load`` passes over it anyway).
+    One of an older format this version no longer reads is not: an upgrade left it behind,
+    and the session's next checkpoint replaces it."""
     texts = await store.checkpoint_texts(session_id)
     if not texts:
         return []
@@ -94,7 +96,8 @@ async def verify_checkpoints(
         try:
             LiveState.decode(text, seq=seq)
         except CheckpointError as exc:
-            problems.append(Problem(seq, "checkpoint", str(exc)))
+            if not exc.obsolete:  # an older format is replaced by the next checkpoint
+                problems.append(Problem(seq, "checkpoint", str(exc)))
             continue
         state.apply_all(events[position:seq])
         position = seq

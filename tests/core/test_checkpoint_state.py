@@ -203,10 +203,16 @@ def test_refused_checkpoints() -> None:
     assert damaged("{", 2).startswith("checkpoint at seq 2 is not JSON (invalid JSON: ")
     assert damaged(b"\xff".decode("latin-1"), 2).startswith("checkpoint at seq 2 is not JSON")
     assert damaged("[1]", 2) == "checkpoint at seq 2 is not a JSON object"
-    for version in (1, 3, 0, "2", True, None, 2.0):
+    for version in (1, 3, 0, -1, "2", "1", True, None, 2.0, 1.0):
         assert damaged(good(format=version), 2) == (
             f"checkpoint at seq 2 has format {version!r}; this version reads format 2"
         )
+        with pytest.raises(CheckpointError) as info:
+            LiveState.decode(good(format=version), seq=2)
+        assert info.value.obsolete is (version == 1 and type(version) is int), version
+    with pytest.raises(CheckpointError) as info:
+        LiveState.decode("{", seq=2)
+    assert info.value.obsolete is False
     assert damaged(good(nextSeq=3), 2) == "checkpoint at seq 2 holds the state at 2"
     assert damaged(good(), 3) == "checkpoint at seq 3 holds the state at 2"
     assert damaged(good(standing=1), 2) == ("checkpoint at seq 2 is damaged: bad standing/lastTime")

@@ -149,7 +149,8 @@ class LiveState:
         if version != CHECKPOINT_FORMAT or type(version) is not int:
             raise CheckpointError(
                 f"checkpoint at seq {seq} has format {version!r}; this version reads "
-                f"format {CHECKPOINT_FORMAT}"
+                f"format {CHECKPOINT_FORMAT}",
+                obsolete=type(version) is int and version in range(1, CHECKPOINT_FORMAT),
             )
         if not newline or state.get("nodes") != _digest(nodes):
             raise CheckpointError(

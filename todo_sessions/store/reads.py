@@ -416,13 +416,14 @@ def _candidates(
 ) -> Iterator[LiveState | None]:
     """The newest usable checkpoints at or below ``upto``, each decoded only when the one
     before it was passed over, then None (fold from the start). What cannot be decoded is
-    named in ``skipped``."""
+    named in ``skipped``, except checkpoints of an obsolete format."""
     params = {"session_id": session_id, "upto": upto, "limit": _CHECKPOINT_CANDIDATES}
     for seq, text in rows.fetch("checkpoints_at_most", params):
         try:
             yield LiveState.decode(text, seq=seq)
         except CheckpointError as exc:
-            skipped.append(str(exc))
+            if not exc.obsolete:  # an older format an upgrade left behind is not news
+                skipped.append(str(exc))
     yield None
 
 
