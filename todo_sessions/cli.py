@@ -69,7 +69,8 @@ SCHEMA_HELP = (
     "to an application's own `sessions` table. The same as ?schema=NAME in the database URL."
 )
 TABLE_PREFIX_HELP = (
-    "SQLite: prefix every todo-sessions table, index and trigger name with this, e.g. agent_. "
+    "SQLite: put this in the name of every todo-sessions table (agent_sessions), index and "
+    "trigger (ix_agent_..., trg_agent_...), e.g. agent_. "
     "The same as ?table_prefix=PREFIX in the database URL."
 )
 

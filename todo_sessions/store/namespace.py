@@ -2,8 +2,9 @@
 
 A `Namespace` is a PostgreSQL schema (``schema="agent"``: every table, index, trigger,
 trigger function and the alembic version table in that schema, created by the migrations) or
-an SQLite table prefix (``table_prefix="agent_"``: every table, index and trigger name starts
-with it, and so does the version table's). The default namespace has neither: exactly the
+an SQLite table prefix (``table_prefix="agent_"``: every table name starts with it, the
+version table's too, and index, constraint and trigger names hold it after their kind:
+``ix_agent_...``, ``trg_agent_...``). The default namespace has neither: exactly the
 names every database had before namespaces existed. See docs/design.md, "Namespaces".
 
 A namespace owns its tables (`schema.define_tables`), their Core statements
