@@ -227,6 +227,8 @@ class _Writer:
         self._sql = sql
         self._jobs: queue.SimpleQueue[_AppendJob | _CallJob | None] = queue.SimpleQueue()
         self.conn: sqlite3.Connection | None = None
+        self.closed = False
+        """Set on the thread by `_close_writer`: no connection is opened again after it."""
         self._engine: Engine | None = None
         self._thread = threading.Thread(target=self._serve, name="todo-sessions-writer")
         self._thread.daemon = True
@@ -242,15 +244,30 @@ class _Writer:
 
     async def stop(self) -> None:
         """Finish the jobs already queued, close the connection, end the thread."""
-        await self.call(_close_writer, self)
+        if not self.closed:
+            await self.call(_close_writer, self)
         self._jobs.put(None)
         # The thread has nothing left but to exit; joining it cannot block the loop for long.
         self._thread.join()
+        self.fail_leftovers()
+
+    def fail_leftovers(self) -> None:
+        """Refuse the jobs queued behind the stop (an append from another event loop that
+        raced the close): each gets a `StoreError` instead of waiting forever."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                _hand_back_one(job.future, None, StoreError(_CLOSED))
 
     # -- the thread -----------------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
         if self.conn is None:
+            if self.closed:  # a job that raced the close: never reopen behind it
+                raise StoreError(_CLOSED)
             self.conn = connect_sqlite(self._target, self._options)
         return self.conn
 
@@ -313,7 +330,8 @@ class _Writer:
 
     def _run_call(self, job: _CallJob) -> None:
         try:
-            result, error = job.fn(self.connection(), *job.args), None
+            conn = None if job.fn in _WITHOUT_CONNECTION else self.connection()
+            result, error = job.fn(conn, *job.args), None
         except BaseException as exc:
             result, error = None, exc
         _hand_back_one(job.future, result, error)
@@ -395,8 +413,12 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
     return incarnation, revision + 1, next_seq + len(rows)
 
 
-def _close_writer(_conn: sqlite3.Connection, writer: _Writer) -> None:
+def _close_writer(_conn: None, writer: _Writer) -> None:
     writer.close_connection()
+    writer.closed = True
+
+
+_CLOSED = "the store was closed before this could run"
 
 
 def _read_on(
@@ -595,8 +617,12 @@ class SQLiteRecorder:
         await writer.stop()
 
 
-def _close_readers(_conn: sqlite3.Connection, readers: _Readers) -> None:
+def _close_readers(_conn: None, readers: _Readers) -> None:
     readers.close()
+
+
+_WITHOUT_CONNECTION = frozenset({_close_writer, _close_readers})
+"""Writer-thread calls that need no connection (closing must never open one)."""
 
 
 def _noop(conn: sqlite3.Connection) -> None:
