@@ -63,3 +63,18 @@ async def test_without_listen_url_followers_poll(pg_database_url: str) -> None:
     await _empty_pg(pg_database_url)
     with pytest.raises(TimeoutError):  # no LISTEN through the pooler: the 60 s poll decides
         await _woken_by_another_store(through_pgbouncer(pg_database_url), None, 1.5)
+
+
+async def test_a_schema_through_the_pooler(fresh_pg_url: str) -> None:
+    """A namespaced store behind PgBouncer: migrated, written, read and followed through the
+    pooler (its statements never prepared for reuse), with LISTEN on the direct URL for the
+    schema's own channel; nothing lands outside the schema."""
+    pooled = through_pgbouncer(fresh_pg_url) + "&schema=agent"
+    await _woken_by_another_store(pooled, fresh_pg_url, 10)
+    async with SessionStore(pooled) as store:
+        await store.update_meta("w", add_tags=["pooled"])
+        assert [s.id for s in await store.list(tag="pooled")] == ["w"]
+        events = await store.read_from("w")
+        assert [e.seq for e in events] == list(range(13)) and events[-1].type == "session/meta"
+    async with SessionStore(fresh_pg_url) as default:  # the default namespace: empty
+        assert await default.list() == []
