@@ -30,29 +30,19 @@ depends_on: str | Sequence[str] | None = None
 COLUMNS = ("format_version", "delegation_depth")
 
 
-def upgrade() -> None:
+def _retype(type_: sa.types.TypeEngine[int]) -> None:
     if op.get_bind().dialect.name == "sqlite":
         return
     ns = migration_namespace()
     for column in COLUMNS:
         op.alter_column(
-            ns.name("sessions"),
-            column,
-            type_=sa.BigInteger(),
-            existing_nullable=False,
-            schema=ns.schema,
+            ns.name("sessions"), column, type_=type_, existing_nullable=False, schema=ns.schema
         )
+
+
+def upgrade() -> None:
+    _retype(sa.BigInteger())
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        return
-    ns = migration_namespace()
-    for column in COLUMNS:
-        op.alter_column(
-            ns.name("sessions"),
-            column,
-            type_=sa.Integer(),
-            existing_nullable=False,
-            schema=ns.schema,
-        )
+    _retype(sa.Integer())
