@@ -33,8 +33,8 @@ from .todos import TodoItem, todos_from_payload
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LiveState"]
 
 CHECKPOINT_FORMAT = 2
-"""The format of checkpoint text this version writes and reads (format 1, which kept the
-nodes inside the one JSON document, is passed over: the next turn end writes a new one)."""
+"""The format of checkpoint text this version writes and reads. Older ones (format 1 kept the
+nodes inside the one JSON document) are obsolete: `CheckpointError` with ``obsolete=True``."""
 
 
 def fingerprint(event: SessionEvent) -> str:
