@@ -318,6 +318,16 @@ async def test_anthropic_overloaded_then_success() -> None:
     assert len(server.requests) == 2 and isinstance(deltas[-1], Finish)
 
 
+async def test_an_anthropic_stream_without_message_stop_is_an_error() -> None:
+    assert ANTHROPIC_THINKING_TOOL[-1]["type"] == "message_stop"
+    async with FakeServer(Reply(events=ANTHROPIC_THINKING_TOOL[:-1], style="anthropic")) as server:
+        model = AnthropicModel("claude-x", base_url=server.url, api_key=KEY, retry=FAST)
+        with pytest.raises(ModelRequestError, match="before message_stop") as info:
+            await collect(model.stream(prompt(), []))
+        await model.aclose()
+    assert info.value.retryable and len(server.requests) == 1
+
+
 # -- through the agent loop ------------------------------------------------------------------------
 
 

@@ -91,8 +91,10 @@ def _retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 class _StreamingModel:
-    """What both adapters share: the retry loop around opening a stream, and translation of
-    SDK and HTTP errors into `ModelError` types."""
+    """What the adapters share: the stream itself (events through the provider's decoder,
+    and the check that it reached its end), the retry loop around opening it, and the
+    translation of SDK and HTTP errors into `ModelError` types. An adapter says how to open
+    a request (`_open`, `_prepare`) and what ends its stream (`_ends`, `_end_name`)."""
 
     provider: str
     model: str
@@ -106,6 +108,7 @@ class _StreamingModel:
         return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
 
     _client: Any
+    _sdk: Any  # the provider's SDK module: its exception types
 
     async def aclose(self) -> None:
         """Close the HTTP client (its connection pool)."""
@@ -115,7 +118,50 @@ class _StreamingModel:
         raise NotImplementedError
 
     def _translate(self, exc: BaseException, attempt: int) -> ModelError:
+        return _translate(self, self._sdk, exc, attempt)
+
+    _end_name: str
+    """What a stream that stops early lacks, for its error: ``"before message_stop"``."""
+
+    def _prepare(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> tuple[dict[str, Any], Any]:
+        """The request parameters and a fresh stream decoder of the provider module."""
         raise NotImplementedError
+
+    _decoder_ends = False
+    """True: no event marks the end, the decoder's `end` refuses a stream that stopped early."""
+
+    def _ends(self, event: dict[str, Any]) -> bool:
+        """Whether ``event`` marks the end of the stream."""
+        return False
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AsyncIterator[ModelDelta]:
+        """The deltas of one model call: the stream's events through the provider's decoder,
+        then what it holds at the end. A stream that stops before its end is a retryable
+        `ModelRequestError`."""
+        params, decoder = self._prepare(messages, tools)
+        ended = False
+        async with contextlib.aclosing(self._events(params)) as events:
+            async for event in events:
+                ended = ended or self._ends(event)
+                for delta in decoder.feed(event):
+                    yield delta
+        stopped_early = ModelRequestError(
+            self._name, f"the stream ended {self._end_name}", retryable=True
+        )
+        if not ended and not self._decoder_ends:
+            raise stopped_early
+        try:
+            end = decoder.end()
+        except ProviderResponseError:
+            if self._decoder_ends:
+                raise stopped_early from None
+            raise
+        for delta in end:
+            yield delta
 
     async def _events(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """The stream's events as dicts, retrying transient failures before the first one."""
@@ -243,12 +289,11 @@ class OpenAIChatModel(_StreamingModel):
     async def _open(self, params: dict[str, Any]) -> Any:
         return await self._client.chat.completions.create(**params)
 
-    def _translate(self, exc: BaseException, attempt: int) -> ModelError:
-        return _translate(self, self._sdk, exc, attempt)
+    _end_name = "without a finish reason"
 
-    async def stream(
+    def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
-    ) -> AsyncIterator[ModelDelta]:
+    ) -> tuple[dict[str, Any], Any]:
         from ..providers import openai_chat
 
         params = openai_chat.to_request(
@@ -260,20 +305,10 @@ class OpenAIChatModel(_StreamingModel):
             reasoning_from=self.provider,
             extra=self.extra,
         )
-        decoder = openai_chat.ChatStreamDecoder()
-        finished = False
-        async with contextlib.aclosing(self._events(params)) as events:
-            async for event in events:
-                choices = event.get("choices", [])
-                finished = finished or any(c.get("finish_reason") for c in choices)
-                for delta in decoder.feed(event):
-                    yield delta
-        if not finished:
-            raise ModelRequestError(
-                self._name, "the stream ended without a finish reason", retryable=True
-            )
-        for delta in decoder.end():
-            yield delta
+        return params, openai_chat.ChatStreamDecoder()
+
+    def _ends(self, event: dict[str, Any]) -> bool:
+        return any(c.get("finish_reason") for c in event.get("choices", []))
 
 
 class OpenAIResponsesModel(_StreamingModel):
@@ -318,12 +353,12 @@ class OpenAIResponsesModel(_StreamingModel):
     async def _open(self, params: dict[str, Any]) -> Any:
         return await self._client.responses.create(**params)
 
-    def _translate(self, exc: BaseException, attempt: int) -> ModelError:
-        return _translate(self, self._sdk, exc, attempt)
+    _end_name = "before response.completed"
+    _decoder_ends = True  # the decoder knows whether response.completed came
 
-    async def stream(
+    def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
-    ) -> AsyncIterator[ModelDelta]:
+    ) -> tuple[dict[str, Any], Any]:
         from ..providers import openai_responses
 
         params = openai_responses.to_request(
@@ -335,19 +370,7 @@ class OpenAIResponsesModel(_StreamingModel):
             reasoning_from=self.provider,
             extra=self.extra,
         )
-        decoder = openai_responses.ResponsesStreamDecoder()
-        async with contextlib.aclosing(self._events(params)) as events:
-            async for event in events:
-                for delta in decoder.feed(event):
-                    yield delta
-        try:
-            end = decoder.end()
-        except ProviderResponseError:
-            raise ModelRequestError(
-                self._name, "the stream ended before response.completed", retryable=True
-            ) from None
-        for delta in end:
-            yield delta
+        return params, openai_responses.ResponsesStreamDecoder()
 
 
 class AnthropicModel(_StreamingModel):
@@ -391,12 +414,11 @@ class AnthropicModel(_StreamingModel):
     async def _open(self, params: dict[str, Any]) -> Any:
         return await self._client.messages.create(**params)
 
-    def _translate(self, exc: BaseException, attempt: int) -> ModelError:
-        return _translate(self, self._sdk, exc, attempt)
+    _end_name = "before message_stop"
 
-    async def stream(
+    def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
-    ) -> AsyncIterator[ModelDelta]:
+    ) -> tuple[dict[str, Any], Any]:
         from ..providers import anthropic
 
         params = anthropic.to_request(
@@ -409,19 +431,10 @@ class AnthropicModel(_StreamingModel):
             reasoning_from=self.provider,
             extra=self.extra,
         )
-        decoder = anthropic.AnthropicStreamDecoder()
-        stopped = False
-        async with contextlib.aclosing(self._events(params)) as events:
-            async for event in events:
-                stopped = stopped or event.get("type") == "message_stop"
-                for delta in decoder.feed(event):
-                    yield delta
-        if not stopped:
-            raise ModelRequestError(
-                self._name, "the stream ended before message_stop", retryable=True
-            )
-        for delta in decoder.end():
-            yield delta
+        return params, anthropic.AnthropicStreamDecoder()
+
+    def _ends(self, event: dict[str, Any]) -> bool:
+        return event.get("type") == "message_stop"
 
 
 def _translate(model: _StreamingModel, sdk: Any, exc: BaseException, attempt: int) -> ModelError:
