@@ -16,6 +16,7 @@ from factories import header
 
 from todo_sessions import (
     EventsNotStoredError,
+    InvalidEventError,
     SeqConflictError,
     SessionEvent,
     SessionService,
@@ -140,6 +141,31 @@ async def test_a_session_never_stored_is_recovered_whole(tmp_path: Path) -> None
         result = await recover(fresh, path)
         assert (result.session_id, result.first_seq, result.events) == ("fresh", 0, 1)
         assert (await fresh.header("fresh")).id == "fresh"
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda lines: [*lines, lines[1]], "line 4: event has seq 1, expected 3"),
+        (lambda lines: [*lines[:2], "{not json", *lines[2:]], "line 3: "),
+        (lambda lines: lines[:1], "holds no events: nothing to recover"),
+        (lambda lines: [], "line 1: empty file, expected a header line"),
+    ],
+)
+async def test_a_damaged_recovery_file_is_refused_naming_the_line(
+    tmp_path: Path, damage: Any, message: str
+) -> None:
+    url, _, error = await close_under_lock(tmp_path, 0.1)
+    path = Path(error.path)
+    lines = (await asyncio.to_thread(path.read_text)).splitlines()
+    assert len(lines) == 3  # the header and two events, seq 1 and 2
+    damaged = damage(lines)
+    await asyncio.to_thread(path.write_text, "".join(line + "\n" for line in damaged))
+    async with SessionStore(url) as store:
+        with pytest.raises(InvalidEventError) as info:
+            await recover(store, path)
+        assert str(info.value).startswith(str(path)) and message in str(info.value)
+        assert await store.count("s") == 1  # nothing written
 
 
 async def test_close_retries_an_unreachable_postgres_until_it_is_back(pg_database_url: str) -> None:

@@ -25,6 +25,7 @@ from .store.store import SessionStore
 __all__ = [
     "KIND",
     "ImportResult",
+    "event_lines",
     "export_lines",
     "header_line",
     "import_lines",
@@ -60,6 +61,28 @@ async def export_lines(
 
 def _fail(line: int, message: str) -> InvalidEventError:
     return InvalidEventError(f"line {line}: {message}", field=f"line {line}")
+
+
+def event_lines(
+    numbered: Iterable[tuple[int, str]], *, first_seq: int | None
+) -> Iterator[tuple[int, SessionEvent]]:
+    """``(line number, event)`` of the event lines that follow a header, blank lines skipped:
+    each parsed and validated as an append would validate it, the seqs contiguous from
+    ``first_seq`` (None: from the first line's). A bad line is an `InvalidEventError` naming
+    it."""
+    expected = first_seq
+    for number, text in numbered:
+        if not text.strip():
+            continue
+        try:
+            event = SessionEvent.from_json(text)
+            validate_event(event)
+        except InvalidEventError as exc:
+            raise _fail(number, str(exc)) from None
+        if expected is not None and event.seq != expected:
+            raise _fail(number, f"event has seq {event.seq}, expected {expected}")
+        expected = event.seq + 1
+        yield number, event
 
 
 def numbered_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
@@ -114,19 +137,11 @@ def parse_lines(
     events: list[SessionEvent] = []
     surface = SurfaceState(build_messages=False)
     structure = StructureChecker()
-    for number, text in numbered:
-        if not text.strip():
-            continue
+    for number, event in event_lines(numbered, first_seq=0):
         try:
-            event = SessionEvent.from_json(text)
-            validate_event(event)
-            if event.seq != len(events):
-                raise _fail(number, f"event has seq {event.seq}, expected {len(events)}")
             surface.apply(event)
             structure.apply(event)
         except (InvalidEventError, StructureError) as exc:
-            if isinstance(exc, InvalidEventError) and (exc.field or "").startswith("line "):
-                raise
             raise _fail(number, str(exc)) from None
         events.append(event)
         if progress is not None:

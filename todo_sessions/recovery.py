@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core.catalog import validate_event
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .errors import InvalidEventError, SeqConflictError, SessionNotFoundError
-from .jsonl import header_line, numbered_lines, parse_header_line
+from .jsonl import event_lines, header_line, numbered_lines, parse_header_line
 from .store.store import SessionStore
 
 __all__ = ["RecoveryResult", "default_recovery_dir", "recover", "write_recovery_file"]
@@ -72,26 +71,14 @@ class RecoveryResult:
 def _parse(path: Path) -> tuple[SessionHeader, list[SessionEvent]]:
     with open(path, "rb") as lines:
         numbered = iter(list(numbered_lines(lines)))
-    first = next(numbered, None)
-    if first is None:
-        raise InvalidEventError(f"{path}: empty file, expected a header line", field="line 1")
-    header = parse_header_line(first[1])
-    events: list[SessionEvent] = []
-    for number, text in numbered:
-        if not text.strip():
-            continue
-        try:
-            event = SessionEvent.from_json(text)
-            validate_event(event)
-        except InvalidEventError as exc:
-            where = f"line {number}"
-            raise InvalidEventError(f"{path} {where}: {exc}", field=where) from None
-        if events and event.seq != events[-1].seq + 1:
-            raise InvalidEventError(
-                f"{path} line {number}: seq {event.seq} follows seq {events[-1].seq}",
-                field=f"line {number}",
-            )
-        events.append(event)
+    try:
+        first = next(numbered, None)
+        if first is None:
+            raise InvalidEventError("line 1: empty file, expected a header line", field="line 1")
+        header = parse_header_line(first[1])
+        events = [event for _, event in event_lines(numbered, first_seq=None)]
+    except InvalidEventError as exc:
+        raise InvalidEventError(f"{path} {exc}", field=exc.field) from None
     if not events:
         raise InvalidEventError(f"{path}: the file holds no events: nothing to recover")
     return header, events
