@@ -35,9 +35,13 @@ async def stored(service: SessionService, session_id: str) -> list[Any]:
 class FakeConn:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
+        self.lifecycle: list[dict[str, Any]] = []
+        """``session_info_update`` and ``usage_update``: not part of the conversation."""
 
     async def session_update(self, session_id: str, update: Any) -> None:
-        self.sent.append(update_to_wire(update))
+        wire = update_to_wire(update)
+        lifecycle = wire["sessionUpdate"] in ("session_info_update", "usage_update")
+        (self.lifecycle if lifecycle else self.sent).append(wire)
 
 
 class Text:

@@ -19,16 +19,39 @@ except ImportError as exc:  # the [acp] extra is not installed
 
 from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, spawn_agent_process
 from acp.agent.connection import AgentSideConnection
+from acp.agent.router import build_agent_router
+from acp.connection import Connection
+from acp.router import Route
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
+    Cost,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
+    PlanUpdateItems,
     PromptResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionForkCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
     SessionNotification,
+    SessionResumeCapabilities,
+    UsageUpdate,
 )
 from acp.schema import AgentMessageChunk as AgentMessageChunk
+from acp.schema import AgentPlanContentUpdate as PlanContentUpdate
 from acp.schema import AgentPlanUpdate as PlanUpdate
 from acp.schema import AgentThoughtChunk as AgentThoughtChunk
 from acp.schema import ContentToolCallContent as ToolCallContent
@@ -42,6 +65,7 @@ from acp.schema import ToolCallUpdate as ToolCallUpdate
 from acp.schema import ToolKind as ToolKind
 from acp.schema import UserMessageChunk as UserMessageChunk
 from acp.stdio import stdio_streams
+from acp.utils import normalize_result, notify_model, request_model
 from pydantic import BaseModel
 
 __all__ = [
@@ -53,18 +77,39 @@ __all__ = [
     "AgentSideConnection",
     "AgentThoughtChunk",
     "Client",
+    "CloseSessionResponse",
+    "Connection",
     "ContentBlock",
+    "Cost",
+    "DeleteSessionRequest",
+    "DeleteSessionResponse",
+    "ForkSessionResponse",
     "ImageContent",
     "Implementation",
     "InitializeResponse",
+    "ListSessionsResponse",
     "LoadSessionResponse",
     "NewSessionResponse",
     "PermissionOption",
+    "PlanContentUpdate",
     "PlanEntry",
     "PlanUpdate",
+    "PlanUpdateItems",
     "PromptResponse",
     "RequestError",
+    "RequestPermissionRequest",
+    "RequestPermissionResponse",
+    "ResumeSessionResponse",
+    "Route",
+    "SessionCapabilities",
+    "SessionCloseCapabilities",
+    "SessionDeleteCapabilities",
+    "SessionForkCapabilities",
+    "SessionInfo",
+    "SessionInfoUpdate",
+    "SessionListCapabilities",
     "SessionNotification",
+    "SessionResumeCapabilities",
     "SessionUpdate",
     "TextContent",
     "ToolCallContent",
@@ -72,7 +117,12 @@ __all__ = [
     "ToolCallStart",
     "ToolCallUpdate",
     "ToolKind",
+    "UsageUpdate",
     "UserMessageChunk",
+    "build_agent_router",
+    "normalize_result",
+    "notify_model",
+    "request_model",
     "run_agent",
     "spawn_agent_process",
     "stdio_streams",
@@ -89,8 +139,11 @@ SessionUpdate = (
     | ToolCallStart
     | ToolCallProgress
     | PlanUpdate
+    | PlanContentUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
 )
-"""The ``session/update`` variants the mapping produces (a subset of the SDK's union)."""
+"""The ``session/update`` variants the agent sends (a subset of the SDK's union)."""
 
 TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
 """Every value the SDK accepts for a tool call's ``kind``."""

@@ -1,14 +1,29 @@
 """An ACP agent on top of `SessionService`, and ``serve`` to run it over stdio.
 
-See docs/design.md, "ACP bridge".
+See docs/design.md, "ACP bridge", and README.md, "ACP".
 
-- ``initialize`` advertises ``loadSession: true``.
+- ``initialize`` advertises ``loadSession: true`` and ``sessionCapabilities`` with ``list``,
+  ``resume``, ``close``, ``delete`` and ``fork`` (all implemented here).
 - ``new_session`` starts a live session; ``prompt`` runs one turn through `AgentLoop` and
   streams each appended event as ``session/update`` notifications, in log order, while the turn
   runs; it answers with the turn's stop reason once every update has been sent.
 - ``load_session`` replays the whole stored log (user messages, assistant text and thoughts,
-  tool calls and their results, and every ``todo/write`` as a ``plan``) and only then answers.
-  An unknown id is ``RequestError.resource_not_found``.
+  tool calls and their results, and every ``todo/write`` as a ``plan``), streamed page by page
+  through `SessionStore.stream` (memory stays flat in the session's length), then sends the
+  session's ``session_info_update`` and ``usage_update`` (summed during the replay), and only
+  then answers. An unknown id is ``RequestError.resource_not_found``.
+- ``list_sessions``: the store's sessions newest activity first, `LIST_PAGE_SIZE` per page,
+  cursor paging on the store's keyset pagination (`todo_sessions.acp.listing`).
+- ``resume_session`` makes a stored session live without replaying it (repairing an
+  interrupted last turn under the service's lease); ``close_session`` flushes it and gives
+  the lease back; ``delete_session`` deletes it through `SessionStore.delete`;
+  ``fork_session`` forks it at the end of its log (or at its last closed turn).
+- Every session the client has open (new, loaded, resumed, prompted) is followed in the
+  store: a ``session/meta`` event that changes its title or tags, appended by this agent or
+  by any other process, is sent as a ``session_info_update``. After each turn a
+  ``usage_update`` is sent.
+- Every ``plan`` is followed by the same list as a ``plan_update`` (planId ``main``) when
+  the client advertised the ``plan`` capability.
 - At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
   completed entries when a turn starts).
 - Live updates and replays go through the same `UpdateMapper`, so the live stream of a turn
@@ -35,17 +50,37 @@ from typing import Any, Literal
 from ..agent.loop import AgentLoop
 from ..agent.model import Model
 from ..core.envelope import SessionEvent
-from ..errors import InvalidEventError, SessionExistsError, SessionNotFoundError
+from ..core.meta import META_TYPE
+from ..errors import (
+    InvalidEventError,
+    SessionExistsError,
+    SessionLeasedError,
+    SessionNotFoundError,
+    StructureError,
+    TodoSessionsError,
+)
 from ..service import SessionService
 from ..session import Session
+from ..store.results import SessionSummary
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
+from .connection import AgentConnection
 from .jsonrpc import GuardedStdioTransport
-from .mapping import SessionUpdate, UpdateMapper, replay_updates, todos_to_plan
+from .listing import (
+    CursorError,
+    cursor_position,
+    decode_cursor,
+    encode_cursor,
+    first_line,
+    iso_time,
+    session_info,
+)
+from .mapping import SessionUpdate, UpdateMapper, plan_content_update, todos_to_plan
+from .usage import UsageTally, context_window
 
-__all__ = ["TodoSessionsAgent", "serve"]
+__all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
 
 logger = logging.getLogger("todo_sessions.acp")
 
@@ -65,13 +100,40 @@ def _version() -> str:
         return "0"
 
 
+LIST_PAGE_SIZE = 50
+"""Sessions per ``session/list`` page (the schema leaves the page size to the agent)."""
+
+_TITLE_SCAN = 64
+"""How many first events of an untitled session are looked through for a user message."""
+
+_FOLLOW_INTERVAL = 0.2
+"""Seconds between looks at an open session's log on SQLite (PostgreSQL is notified)."""
+
+
 @contextlib.contextmanager
-def _client_errors() -> Iterator[None]:
-    """Bad input from the client (an invalid id, cwd or prompt) is ``invalid_params``."""
+def _client_errors(session_id: str | None = None) -> Iterator[None]:
+    """Bad input from the client (an invalid id, cwd or prompt) is ``invalid_params``; with
+    ``session_id``, an unknown session is ``resource_not_found`` and one held by another live
+    service an ``invalid_request`` naming the holder."""
     try:
         yield
     except InvalidEventError as exc:
         raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
+    except SessionNotFoundError:
+        if session_id is None:
+            raise
+        raise _sdk.RequestError.resource_not_found(session_id) from None
+    except SessionLeasedError as exc:
+        raise _leased(exc) from None
+
+
+def _leased(exc: SessionLeasedError) -> _sdk.RequestError:
+    return _sdk.RequestError(
+        -32600,
+        f"session {exc.session_id!r} is in use by {exc.owner} (lease held until "
+        f"{iso_time(exc.expires_at)}); close it there first",
+        {"sessionId": exc.session_id, "holder": exc.owner, "expiresAt": iso_time(exc.expires_at)},
+    )
 
 
 def _prompt_blocks(prompt: list[Any]) -> list[dict[str, Any]]:
@@ -138,7 +200,11 @@ class TodoSessionsAgent:
         tools_factory: Callable[[], ToolRegistry] = builtin_tools,
         max_steps: int = 200,
         record_requests: bool = False,
+        list_page_size: int = LIST_PAGE_SIZE,
+        follow_interval: float = _FOLLOW_INTERVAL,
     ) -> None:
+        if type(list_page_size) is not int or list_page_size < 1:
+            raise ValueError(f"list_page_size must be an int >= 1, got {list_page_size!r}")
         self.service = service
         self._model_factory = model_factory
         self._tools = _PermissionGate(tools_factory(), self._ask_permission)
@@ -149,27 +215,57 @@ class TodoSessionsAgent:
         """Per session: tools the user allowed for the whole session."""
         self._loops: dict[str, AgentLoop] = {}
         """Per session: the loop running a prompt now."""
+        self._prompt_done: dict[str, asyncio.Event] = {}
+        """Per session: set when the running prompt has answered."""
         self._session_loops: dict[str, AgentLoop] = {}
         self._mappers: dict[str, UpdateMapper] = {}
         """Per live session: what this agent's client was shown so far."""
         self._backlog: dict[str, list[SessionEvent]] = {}
         """Per live session: events appended on resume (crash repair), not sent yet."""
+        self._followers: dict[str, asyncio.Task[None]] = {}
+        """Per session the client has open: the task following its log (``session/meta``)."""
+        self._usage: dict[str, UsageTally] = {}
+        """Per open session whose usage is known here: the running total."""
+        self._plan_updates = False
+        """Whether the client asked for ``plan_update`` (its ``plan`` capability)."""
         self.max_steps = max_steps
         self.record_requests = record_requests
         """Passed to each `AgentLoop`: record provider, model, system prompt and tools."""
+        self.list_page_size = list_page_size
+        self.follow_interval = follow_interval
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
     async def _send(self, session_id: str, update: SessionUpdate) -> None:
         await self._conn.session_update(session_id=session_id, update=update)
+        if self._plan_updates and update.session_update == "plan":
+            items = plan_content_update(update)
+            await self._conn.session_update(session_id=session_id, update=items)
+
+    async def aclose(self) -> None:
+        """Stop following the open sessions (the service stays the caller's)."""
+        for session_id in list(self._followers):
+            await self._unfollow(session_id)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def initialize(self, protocol_version: int, **_: Any) -> _sdk.InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, **_: Any
+    ) -> _sdk.InitializeResponse:
+        self._plan_updates = getattr(client_capabilities, "plan", None) is not None
+        sessions = _sdk.SessionCapabilities(
+            list=_sdk.SessionListCapabilities(),
+            resume=_sdk.SessionResumeCapabilities(),
+            close=_sdk.SessionCloseCapabilities(),
+            delete=_sdk.SessionDeleteCapabilities(),
+            fork=_sdk.SessionForkCapabilities(),
+        )
         return _sdk.InitializeResponse(
             protocol_version=_sdk.PROTOCOL_VERSION,
-            agent_capabilities=_sdk.AgentCapabilities(load_session=True),
+            agent_capabilities=_sdk.AgentCapabilities(
+                load_session=True, session_capabilities=sessions
+            ),
             agent_info=_sdk.Implementation(name="todo-sessions", version=_version()),
         )
 
@@ -177,61 +273,258 @@ class TodoSessionsAgent:
         with _client_errors():
             session = await self.service.new(cwd=cwd, origin="acp")
         self._mappers[session.id] = self._mapper()
+        self._usage[session.id] = UsageTally()
         return _sdk.NewSessionResponse(session_id=session.id)
 
     def _mapper(self) -> UpdateMapper:
         return UpdateMapper(present_call=self._tools.present_call)
 
+    async def _summary(self, session_id: str) -> SessionSummary:
+        with _client_errors(session_id):
+            return await self.service.store.summary(session_id)
+
     async def _live(self, session_id: str) -> Session:
         """The session, owned live by this agent (resumed, and so repaired, if need be).
 
-        A session holds only the events it was not told to let go of, so what the client
-        could have seen is read from the store: the mapper is primed with the stored log, and
-        the events the repair appends on resume (the closers `store.inspect` shows, which
-        `resume` stores) are kept in ``_backlog`` for the prompt to stream first.
+        What the client could have seen is read from the store: the mapper is primed with the
+        events of the last turn when that turn is open (the rest of the log has no call left
+        to show a result of), and the events the repair appends on resume (the closers of an
+        interrupted turn) are kept in ``_backlog`` for the next prompt to stream first.
         """
         if session_id in self.service.live_ids():
             session = self.service.get(session_id)
             if session_id not in self._mappers:  # made live by someone else: assume all seen
                 await self.service.flush(session_id)
-                await self._prime(session_id, await self._stored_events(session_id))
+                start = await self._open_turn(session_id)
+                tail = [] if start is None else await self._read(session_id, start)
+                self._prime(session_id, tail)
             return session
+        start = await self._open_turn(session_id)
+        tail = [] if start is None else await self._read(session_id, start)
         try:
-            with _client_errors():
-                log = await self.service.store.inspect(session_id)
+            with _client_errors(session_id):
                 session = await self.service.resume(session_id)
-        except SessionNotFoundError:
-            raise _sdk.RequestError.resource_not_found(session_id) from None
         except SessionExistsError:  # resumed concurrently by another request
             return await self._live(session_id)
-        seen = log.events[: len(log.events) - len(log.closers)]
-        await self._prime(session_id, seen)
-        self._backlog[session_id] = list(log.closers)
+        self._prime(session_id, tail)
+        if start is not None:  # the repair's closers (and anything appended meanwhile)
+            self._backlog[session_id] = await self._read(session_id, start + len(tail))
         return session
 
-    async def _prime(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+    async def _open_turn(self, session_id: str) -> int | None:
+        """The seq of the last turn's ``turn/start`` when that turn is still open, else None
+        (one indexed read)."""
+        with _client_errors(session_id):
+            last = await self.service.store.latest_event(session_id, "turn/start", "turn/end")
+        return last.seq if last is not None and last.type == "turn/start" else None
+
+    async def _read(self, session_id: str, from_seq: int) -> list[SessionEvent]:
+        with _client_errors(session_id):
+            return await self.service.store.read_from(session_id, from_seq)
+
+    def _prime(self, session_id: str, events: Sequence[SessionEvent]) -> None:
         mapper = self._mappers[session_id] = self._mapper()
         for event in events:
             mapper.feed(event)
 
-    async def _stored_events(self, session_id: str) -> Sequence[SessionEvent]:
-        try:
-            with _client_errors():
-                return (await self.service.store.read(session_id)).events
-        except SessionNotFoundError:
-            raise _sdk.RequestError.resource_not_found(session_id) from None
-
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
-        """Replay the stored log. Loading only reads: another process may be running a turn of
-        this session, and repairing it here would cut that turn off. Repair happens when this
-        agent takes the session over for a prompt. (A session live here is flushed first, so
-        the store has all of it.)"""
+        """Replay the stored log, page by page. Loading only reads: another process may be
+        running a turn of this session, and repairing it here would cut that turn off. Repair
+        happens when this agent takes the session over for a prompt. (A session live here is
+        flushed first, so the store has all of it.)"""
         if session_id in self.service.live_ids():
             await self.service.flush(session_id)
-        events = await self._stored_events(session_id)
-        for update in replay_updates(events, present_call=self._tools.present_call):
-            await self._send(session_id, update)
+        summary = await self._summary(session_id)
+        mapper = self._mapper()
+        tally = UsageTally()
+        title = summary.title
+        next_seq = 0
+        with _client_errors(session_id):
+            async for event in self.service.store.stream(session_id):
+                tally.feed(event)
+                if title is None and event.type == "user/message":
+                    title = first_line(event.data)
+                for update in mapper.feed(event):
+                    await self._send(session_id, update)
+                next_seq = event.seq + 1
+        await self._send_info(session_id, summary, title)
+        await self._send(session_id, tally.update())
+        if session_id not in self.service.live_ids():
+            self._usage[session_id] = tally
+        self._follow(session_id, next_seq)
         return _sdk.LoadSessionResponse()
+
+    async def resume_session(
+        self, cwd: str, session_id: str, **_: Any
+    ) -> _sdk.ResumeSessionResponse:
+        """Make a stored session live here without replaying it (the client has its history).
+
+        An interrupted last turn is repaired under this service's lease, as before the first
+        prompt after ``session/load``; the repair's updates are sent at the next prompt. A
+        session held by another live service is refused (``invalid_request`` naming the
+        holder) and nothing is written."""
+        await self._live(session_id)
+        summary = await self._summary(session_id)
+        await self._send_info(session_id, summary, summary.title or await self._title(summary))
+        self._follow(session_id, summary.next_seq)
+        return _sdk.ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **_: Any) -> _sdk.CloseSessionResponse:
+        """Cancel a running prompt, flush the session and give its lease back; no further
+        updates for it. Idempotent; a later prompt resumes it again."""
+        await self._release(session_id)
+        if session_id not in self.service.live_ids():
+            await self._summary(session_id)  # an unknown id is resource_not_found
+        return _sdk.CloseSessionResponse()
+
+    async def _release(self, session_id: str) -> None:
+        loop = self._loops.get(session_id)
+        if loop is not None:
+            loop.cancel()
+            done = self._prompt_done.get(session_id)
+            if done is not None:
+                await done.wait()
+        await self._unfollow(session_id)
+        if session_id in self.service.live_ids():
+            await self.service.close(session_id)
+        for held in (self._mappers, self._backlog, self._session_loops, self._always, self._usage):
+            held.pop(session_id, None)
+
+    async def delete_session(self, session_id: str, **_: Any) -> _sdk.DeleteSessionResponse:
+        """Delete a session through `SessionStore.delete` (the only deletion path). One held by
+        another live service is refused (``invalid_request`` naming the holder): this
+        service takes the lease first, so nothing is deleted under a live owner."""
+        await self._summary(session_id)
+        await self._release(session_id)
+        store = self.service.store
+        lease = None
+        if self.service.leases:
+            with _client_errors(session_id):
+                lease = await store.acquire_lease(
+                    session_id, self.service.owner, ttl=self.service.lease_ttl
+                )
+        try:
+            with _client_errors(session_id):
+                await store.delete(session_id)
+        except BaseException:
+            if lease is not None:
+                with contextlib.suppress(TodoSessionsError):
+                    await store.release_lease(lease)
+            raise
+        return _sdk.DeleteSessionResponse()
+
+    async def fork_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.ForkSessionResponse:
+        """Fork a session at the end of its stored log, or at its last closed turn when the
+        last turn is open, through `SessionStore.fork`; the new session's id. The fork is not
+        live until the client prompts it (or resumes it)."""
+        if session_id in self.service.live_ids():
+            await self.service.flush(session_id)
+        summary = await self._summary(session_id)
+        start = await self._open_turn(session_id)
+        boundary = None if start is None else start - 1
+        if boundary is not None and boundary < 0:
+            raise _sdk.RequestError.invalid_params(
+                {"message": f"session {session_id!r} has no closed turn to fork at"}
+            )
+        try:
+            with _client_errors(session_id):
+                log = await self.service.store.fork(session_id, boundary, title=summary.title)
+        except (StructureError, ValueError) as exc:
+            raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
+        return _sdk.ForkSessionResponse(session_id=log.header.id)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> _sdk.ListSessionsResponse:
+        """One page of the store's sessions, newest activity first (`LIST_PAGE_SIZE`)."""
+        store = self.service.store
+        before = None
+        if cursor is not None:
+            try:
+                before = cursor_position(*decode_cursor(cursor, store.store_id))
+            except CursorError as exc:
+                raise _sdk.RequestError.invalid_params({"cursor": str(exc)}) from None
+        with _client_errors():
+            rows = await store.list(limit=self.list_page_size + 1, before=before, cwd=cwd)
+        page, more = rows[: self.list_page_size], len(rows) > self.list_page_size
+        sessions = [
+            session_info(summary, summary.title or await self._title(summary))
+            for summary in page
+            if summary.cwd  # the schema needs a cwd; a session without one is not listed
+        ]
+        next_cursor = None
+        if more:
+            last = page[-1]
+            next_cursor = encode_cursor(store.store_id, last.updated_at, last.id)
+        return _sdk.ListSessionsResponse(sessions=sessions, next_cursor=next_cursor)
+
+    async def _title(self, summary: SessionSummary) -> str | None:
+        """The first line of the session's first user message, looked for among its first
+        `_TITLE_SCAN` events (one short read), else None."""
+        events = await self.service.store.read_from(summary.id, 0, limit=_TITLE_SCAN)
+        for event in events:
+            if event.type == "user/message":
+                return first_line(event.data)
+        return None
+
+    # -- following open sessions ----------------------------------------------------------------
+
+    async def _send_info(self, session_id: str, summary: SessionSummary, title: str | None) -> None:
+        await self._send(
+            session_id,
+            _sdk.SessionInfoUpdate(
+                session_update="session_info_update",
+                title=title,
+                updated_at=iso_time(summary.updated_at),
+                field_meta={"tags": list(summary.tags)},
+            ),
+        )
+
+    def _follow(self, session_id: str, from_seq: int) -> None:
+        """Follow a session the client has open from ``from_seq`` (no-op if followed)."""
+        task = self._followers.get(session_id)
+        if task is None or task.done():
+            self._followers[session_id] = asyncio.create_task(
+                self._follow_meta(session_id, from_seq)
+            )
+
+    async def _unfollow(self, session_id: str) -> None:
+        task = self._followers.pop(session_id, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _follow_meta(self, session_id: str, from_seq: int) -> None:
+        """Send a ``session_info_update`` for each ``session/meta`` event that changes the
+        title or tags, whoever appended it; ends quietly when the session is deleted or the
+        store closes."""
+        store = self.service.store
+        try:
+            events = store.follow(session_id, from_seq, poll_interval=self.follow_interval)
+            async for event in events:
+                if event.type == META_TYPE and ("title" in event.data or "tags" in event.data):
+                    summary = await store.summary(session_id)
+                    await self._send_info(
+                        session_id, summary, summary.title or await self._title(summary)
+                    )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # deleted, store closed, client gone: nothing more to send
+            logger.debug("stopped following session %r: %s", session_id, exc)
+
+    async def _send_usage(self, session_id: str) -> None:
+        """The session's ``usage_update`` after a turn. The first time for a session resumed
+        without a replay, the total is read once from the store (`SessionStore.usage`)."""
+        tally = self._usage.get(session_id)
+        if tally is None:
+            store = self.service.store
+            await self.service.flush(session_id)
+            usage = await store.usage(session_id)
+            context = await store.latest_event(session_id, "request/context")
+            size = None if context is None else context_window(context.data)
+            tally = self._usage[session_id] = UsageTally(usage.total, size)
+        await self._send(session_id, tally.update())
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -251,11 +544,21 @@ class TodoSessionsAgent:
                 record_requests=self.record_requests,
             )
         self._loops[session_id] = loop  # taken before any await: one prompt at a time
+        done = self._prompt_done[session_id] = asyncio.Event()
         try:
-            return await self._run_prompt(session, loop, prompt)
+            response = await self._run_prompt(session, loop, prompt)
         finally:
             if self._loops.get(session_id) is loop:
                 del self._loops[session_id]
+            if self._prompt_done.get(session_id) is done:
+                del self._prompt_done[session_id]
+            done.set()
+        if session_id in self.service.live_ids():
+            await self._send_usage(session_id)
+            if session_id not in self._followers:
+                await self.service.flush(session_id)
+                self._follow(session_id, session.next_seq)
+        return response
 
     async def _run_prompt(
         self, session: Session, loop: AgentLoop, prompt: list[Any]
@@ -278,9 +581,13 @@ class TodoSessionsAgent:
             if event.type == "turn/end":
                 ended.append(event)
 
+        tally = self._usage.get(session_id)
+
         async def sender() -> None:
             while (event := await queue.get()) is not None:
                 try:
+                    if tally is not None:
+                        tally.feed(event)
                     updates = mapper.feed(event)
                     if event.type != "user/message":  # the client shows its own prompt
                         for update in updates:
@@ -354,20 +661,17 @@ class TodoSessionsAgent:
 
 async def serve(service: SessionService, agent: TodoSessionsAgent | None = None) -> None:
     """Run the agent (default: the built-in one) over stdin/stdout until the client
-    disconnects. Malformed input lines are answered and skipped (`GuardedStdioTransport`)."""
+    disconnects. Malformed input lines are answered and skipped (`GuardedStdioTransport`);
+    the session lifecycle is routed by `AgentConnection`."""
     async with service:
         reader, writer = await _sdk.stdio_streams(limit=_STDIO_LIMIT)
         transport = GuardedStdioTransport(reader, writer)
-        # Structurally an SDK `Agent` (it implements the methods the protocol needs; the SDK's
-        # Protocol also lists optional ones such as fork_session that we answer "not found").
-        conn = _sdk.AgentSideConnection(
-            agent or TodoSessionsAgent(service),  # type: ignore[arg-type]
-            transport,
-            listening=False,
-        )
+        agent = agent or TodoSessionsAgent(service)
+        conn = AgentConnection(agent, transport)
         try:
             await conn.listen()
         finally:
+            await asyncio.shield(agent.aclose())
             await asyncio.shield(conn.close())
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "UpdateMapper",
     "chunk_to_updates",
     "event_to_updates",
+    "plan_content_update",
     "replay_updates",
     "todos_to_plan",
     "update_to_wire",
@@ -78,6 +79,19 @@ def todos_to_plan(todos: Sequence[TodoItem]) -> _sdk.PlanUpdate:
         for item in todos
     ]
     return _sdk.PlanUpdate(session_update="plan", entries=entries)
+
+
+PLAN_ID = "main"
+"""The ``planId`` of the todo list on the newer plan API (``plan_update``)."""
+
+
+def plan_content_update(plan: _sdk.PlanUpdate) -> _sdk.PlanContentUpdate:
+    """The same list as a ``plan_update`` of the item plan `PLAN_ID`, for clients that
+    advertise the ``plan`` capability (sent next to the v1 ``plan``, never instead)."""
+    return _sdk.PlanContentUpdate(
+        session_update="plan_update",
+        plan=_sdk.PlanUpdateItems(type="items", plan_id=PLAN_ID, entries=list(plan.entries)),
+    )
 
 
 def update_to_wire(update: SessionUpdate) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""The agent's side of an ACP connection, routed for the whole session lifecycle.
+
+The pinned SDK (``agent-client-protocol`` 0.12) routes ``session/close``, ``session/fork``
+and ``session/resume`` only when its router is built with ``use_unstable_protocol``, and has
+no route at all for ``session/delete`` although its schema has ``DeleteSessionRequest``.
+`AgentConnection` builds the SDK's own agent router with the unstable methods on, adds a
+``session/delete`` route through the router's public ``add_route`` (params validated by the
+schema's ``DeleteSessionRequest``, the result serialised as the SDK serialises every result),
+and runs the SDK's JSON-RPC `Connection` over the given transport. The wire format is exactly
+the schema's; only the routing is ours.
+
+Towards the agent it offers what the SDK's ``AgentSideConnection`` offers and the agent uses:
+``session_update`` and ``request_permission``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _sdk
+
+__all__ = ["AgentConnection"]
+
+SESSION_DELETE = "session/delete"
+
+
+class AgentConnection:
+    """JSON-RPC over ``transport`` to one client, dispatching to ``agent``.
+
+    ``agent.delete_session(session_id=...)`` serves ``session/delete``; everything else is
+    routed by the SDK's agent router (the unstable methods included).
+    """
+
+    def __init__(self, agent: Any, transport: Any) -> None:
+        router = _sdk.build_agent_router(agent, use_unstable_protocol=True)
+        router.add_route(
+            _sdk.Route(
+                method=SESSION_DELETE,
+                func=self._delete_handler(agent),
+                kind="request",
+                adapt_result=_sdk.normalize_result,
+            )
+        )
+        self._conn = _sdk.Connection(router, transport, listening=False)
+        if (on_connect := getattr(agent, "on_connect", None)) is not None:
+            on_connect(self)
+
+    @staticmethod
+    def _delete_handler(agent: Any) -> Any:
+        delete = getattr(agent, "delete_session", None)
+        if delete is None:
+            return None  # the route answers "method not found"
+
+        async def handle(params: Any) -> Any:
+            request = _sdk.DeleteSessionRequest.model_validate(params)
+            return await delete(session_id=request.session_id, **(request.field_meta or {}))
+
+        return handle
+
+    async def listen(self) -> None:
+        """Serve until the client disconnects."""
+        await self._conn.main_loop()
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def session_update(self, session_id: str, update: Any, **meta: Any) -> None:
+        """Send one ``session/update`` notification."""
+        await _sdk.notify_model(
+            self._conn,
+            "session/update",
+            _sdk.SessionNotification(session_id=session_id, update=update, field_meta=meta or None),
+        )
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **meta: Any
+    ) -> Any:
+        """Ask the client ``session/request_permission``; its validated response."""
+        return await _sdk.request_model(
+            self._conn,
+            "session/request_permission",
+            _sdk.RequestPermissionRequest(
+                session_id=session_id, tool_call=tool_call, options=options, field_meta=meta or None
+            ),
+            _sdk.RequestPermissionResponse,
+        )
