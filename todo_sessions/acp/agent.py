@@ -130,7 +130,7 @@ def _client_errors(session_id: str | None = None) -> Iterator[None]:
 def _leased(exc: SessionLeasedError) -> _sdk.RequestError:
     return _sdk.RequestError(
         -32600,
-        f"session {exc.session_id!r} is in use by {exc.owner} (lease held until "
+        f"session {exc.session_id!r} is held by {exc.owner} (lease until "
         f"{iso_time(exc.expires_at)}); close it there first",
         {"sessionId": exc.session_id, "holder": exc.owner, "expiresAt": iso_time(exc.expires_at)},
     )

@@ -2,12 +2,13 @@
 
 Providers store their own ``usage`` objects on ``assistant/message`` events (Anthropic's
 ``input_tokens`` / ``output_tokens`` / cache counters, OpenAI's ``prompt_tokens`` /
-``completion_tokens`` / ``total_tokens``). `UsageTally` adds them up exactly as
+``completion_tokens`` / ``total_tokens``, or the camelCase ``inputTokens`` / ``outputTokens``
+/ ``totalTokens`` of TypeScript harnesses). `UsageTally` adds them up exactly as
 `SessionStore.usage` does (`core.meta.add_usage`), event by event, so a replay can sum
 while it streams instead of reading every payload again.
 
-- ``used``: `tokens_used` of the total: ``total_tokens`` when the provider reports it, else
-  the input, output and cache counters added up.
+- ``used``: `tokens_used` of the total: ``total_tokens`` (``totalTokens``) when the provider
+  reports it, else the input, output and cache counters added up.
 - ``size``: the model's context window from the latest ``request/context`` event that names
   one (``contextWindow`` or ``context_window``); 0 when the log records none (the schema
   requires the field).
@@ -33,13 +34,19 @@ _COUNTERS = (
     "cache_read_input_tokens",
     "prompt_tokens",
     "completion_tokens",
+    "inputTokens",
+    "outputTokens",
+    "cacheCreationInputTokens",
+    "cacheReadInputTokens",
 )
+_TOTALS = ("total_tokens", "totalTokens")
 
 
 def tokens_used(total: Mapping[str, int | float]) -> int:
     """The session's used tokens from a summed usage object (see the module docstring)."""
-    if "total_tokens" in total:
-        return int(total["total_tokens"])
+    for key in _TOTALS:
+        if key in total:
+            return int(total[key])
     return int(sum(total.get(key, 0) for key in _COUNTERS))
 
 
