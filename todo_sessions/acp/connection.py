@@ -65,12 +65,14 @@ class AgentConnection:
         await self._conn.close()
 
     async def session_update(self, session_id: str, update: Any, **meta: Any) -> None:
-        """Send one ``session/update`` notification."""
-        await _sdk.notify_model(
-            self._conn,
-            "session/update",
-            _sdk.SessionNotification(session_id=session_id, update=update, field_meta=meta or None),
-        )
+        """Send one ``session/update`` notification: the params the SDK's own
+        ``AgentSideConnection.session_update`` sends (`_sdk.wire_dump` of the notification),
+        serialised from the already validated update without validating it a second time
+        inside a `SessionNotification` (a replay sends tens of thousands)."""
+        params: dict[str, Any] = {"sessionId": session_id, "update": _sdk.wire_dump(update)}
+        if meta:
+            params["_meta"] = meta
+        await self._conn.send_notification("session/update", params)
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **meta: Any

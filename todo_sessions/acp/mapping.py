@@ -257,8 +257,8 @@ def _parse(event: SessionEvent) -> BaseModel | None:
     model = _PAYLOADS.get(event.type)
     if model is None:
         return None
-    try:
-        return model.model_validate(event.data_copy())
+    try:  # from the stored JSON text: parsed in pydantic's core, no Python copy of the payload
+        return model.model_validate_json(event.data_json)
     except ValidationError as exc:
         raise InvalidEventError(
             f"invalid event {event.type!r} (seq {event.seq}): {exc.errors()[0]['msg']}",

@@ -18,6 +18,7 @@ while it streams instead of reading every payload again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,7 +86,9 @@ class UsageTally:
 
     def feed(self, event: SessionEvent) -> None:
         if event.type == "assistant/message":
-            usage = event.data.get("usage")
+            if '"usage"' not in event.data_json:  # most messages of a long log: no parse
+                return
+            usage = json.loads(event.data_json).get("usage")
             if isinstance(usage, Mapping):
                 add_usage(self.total, usage)
         elif event.type == "request/context":
