@@ -1,0 +1,196 @@
+"""The session lifecycle in process, with a fake connection: usage after a turn, plan
+updates by capability, resume and its repair, close during a prompt, fork at the last
+closed turn, and the cursor codec."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from acp import RequestError
+from acp.schema import ClientCapabilities, PlanCapabilities
+
+from todo_sessions import ScriptedModel, ScriptedResponse, SessionStore
+from todo_sessions.acp.agent import TodoSessionsAgent
+from todo_sessions.acp.listing import CursorError, decode_cursor, encode_cursor, first_line
+from todo_sessions.acp.mapping import update_to_wire
+from todo_sessions.acp.usage import tokens_used
+from todo_sessions.service import SessionService
+
+
+class FakeConn:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.streaming = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        self.sent.append((session_id, update_to_wire(update)))
+        self.streaming.set()
+
+    def kinds(self, session_id: str | None = None) -> list[str]:
+        return [u["sessionUpdate"] for s, u in self.sent if session_id in (None, s)]
+
+
+class Text:
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+async def make(
+    tmp_path: Any, model: Any = None, *, owner: str | None = None, plan: bool = False
+) -> tuple[TodoSessionsAgent, FakeConn]:
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/a.db"), owner=owner)
+    if model is None:
+        agent = TodoSessionsAgent(service, follow_interval=0.02)
+    else:
+        agent = TodoSessionsAgent(service, model_factory=lambda: model, follow_interval=0.02)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    capabilities = ClientCapabilities(plan=PlanCapabilities()) if plan else ClientCapabilities()
+    await agent.initialize(protocol_version=1, client_capabilities=capabilities)
+    return agent, conn
+
+
+async def shut(agent: TodoSessionsAgent) -> None:
+    await agent.aclose()
+    await agent.service.aclose()
+
+
+async def test_usage_after_each_turn_equals_the_stored_usage(tmp_path: Any) -> None:
+    model = ScriptedModel(
+        [ScriptedResponse(text="one two three"), ScriptedResponse(text="four five")]
+    )
+    agent, conn = await make(tmp_path, model)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    usages = []
+    for prompt in ("a", "b"):
+        await agent.prompt(session_id=sid, prompt=[Text(prompt)])
+        assert conn.kinds(sid)[-1] == "usage_update"
+        usages.append(conn.sent[-1][1])
+        await agent.service.flush(sid)
+        stored = await agent.service.store.usage(sid)
+        assert usages[-1]["used"] == tokens_used(stored.total)
+    assert [u["used"] for u in usages] == [3, 5]  # the scripted model's outputTokens, summed
+    assert all(u["size"] == 0 and "cost" not in u for u in usages)
+
+    # resumed by another agent: its first usage_update reads the stored total once
+    await agent.close_session(session_id=sid)
+    other, conn2 = await make(tmp_path, ScriptedModel([ScriptedResponse(text="six")]))
+    await other.resume_session(cwd=str(tmp_path), session_id=sid)
+    await other.prompt(session_id=sid, prompt=[Text("c")])
+    assert conn2.sent[-1][1]["used"] == 6
+    await shut(other)
+    await shut(agent)
+
+
+async def test_plan_update_only_for_clients_that_ask(tmp_path: Any) -> None:
+    for plan in (False, True):
+        agent, conn = await make(tmp_path / str(plan), plan=plan)
+        sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+        await agent.prompt(session_id=sid, prompt=[Text("a\nb")])
+        plans = [u["entries"] for _, u in conn.sent if u["sessionUpdate"] == "plan"]
+        items = [u["plan"] for _, u in conn.sent if u["sessionUpdate"] == "plan_update"]
+        assert plans
+        if plan:
+            assert [i["entries"] for i in items] == plans
+            assert {i["planId"] for i in items} == {"main"}
+            kinds = conn.kinds()
+            assert all(
+                kinds[i + 1] == "plan_update" for i, kind in enumerate(kinds) if kind == "plan"
+            )  # each right after its v1 plan
+        else:
+            assert items == []
+        await shut(agent)
+
+
+async def test_resume_repairs_an_interrupted_turn_and_streams_the_repair_at_the_prompt(
+    tmp_path: Any,
+) -> None:
+    first, _ = await make(tmp_path)
+    sid = (await first.new_session(cwd=str(tmp_path))).session_id
+    await first.prompt(session_id=sid, prompt=[Text("a")])
+    live = first.service.get(sid)
+    live.append("turn/start", {"turn": 2})
+    live.append("step/start", {"turn": 2, "step": 1})
+    message = {
+        "id": "m1",
+        "role": "assistant",
+        "content": [{"type": "tool-call", "id": "c9", "name": "work", "arguments": "{}"}],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
+    live.append(
+        "assistant/message", {"turn": 2, "step": 1, "message": message}, surface_op="append"
+    )
+    live.append(
+        "tool/call", {"turn": 2, "step": 1, "callId": "c9", "name": "work", "arguments": "{}"}
+    )
+    await first.service.flush(sid)
+    await first.service.discard(sid)  # "crashed": the turn stays open in the store
+    stored = await first.service.store.count(sid)
+
+    agent, conn = await make(tmp_path)
+    await agent.resume_session(cwd=str(tmp_path), session_id=sid)
+    assert conn.kinds(sid) == ["session_info_update"]  # no replay
+    assert await agent.service.store.count(sid) > stored  # repaired durably on resume
+    last = await agent.service.store.latest_event(sid, "turn/start", "turn/end")
+    assert last is not None and last.type == "turn/end"
+    await agent.prompt(session_id=sid, prompt=[Text("b")])
+    repair = [u for _, u in conn.sent[1:] if u.get("toolCallId") == "c9"]
+    assert [(u["sessionUpdate"], u["status"]) for u in repair] == [("tool_call_update", "failed")]
+    await shut(agent)
+    await first.service.aclose()
+
+
+async def test_close_cancels_a_running_prompt_and_releases_the_lease(tmp_path: Any) -> None:
+    slow = ScriptedModel([ScriptedResponse(text="a b c d e f g h", delay=0.2)])
+    agent, conn = await make(tmp_path, slow)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("x")]))
+    await asyncio.wait_for(conn.streaming.wait(), 5)
+    await agent.close_session(session_id=sid)
+    assert (await asyncio.wait_for(running, 5)).stop_reason == "cancelled"
+    assert sid not in agent.service.live_ids()
+    holders = await agent.service.store.lease_holders([sid])
+    assert sid not in holders or holders[sid].owner != agent.service.owner
+    await agent.close_session(session_id=sid)  # idempotent
+    with pytest.raises(RequestError) as info:
+        await agent.close_session(session_id="nope")
+    assert info.value.code == -32002
+    await shut(agent)
+
+
+async def test_fork_of_a_session_with_an_open_turn_forks_at_the_last_closed_turn(
+    tmp_path: Any,
+) -> None:
+    agent, _ = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("a")])
+    closed = agent.service.get(sid).next_seq
+    agent.service.get(sid).append("turn/start", {"turn": 2})
+    fork = (await agent.fork_session(cwd=str(tmp_path), session_id=sid)).session_id
+    store = agent.service.store
+    summary = await store.summary(fork)
+    assert summary.parent == sid
+    assert summary.next_seq == closed + 1  # the closed turns and session/end-seed
+    assert [s.id for s in await store.list(parent=sid)] == [fork]
+    await shut(agent)
+
+
+def test_cursors_round_trip_and_refuse_what_they_did_not_make() -> None:
+    cursor = encode_cursor("store-a", 1_764_000_000_123, "session/ü")
+    assert decode_cursor(cursor, "store-a") == (1_764_000_000_123, "session/ü")
+    with pytest.raises(CursorError, match="another session store"):
+        decode_cursor(cursor, "store-b")
+    for bad in ("", "!!!", "bm90IGpzb24", "WzFd", encode_cursor("store-a", 1, "x")[:-3]):
+        with pytest.raises(CursorError):
+            decode_cursor(bad, "store-a")
+
+
+def test_first_line_titles() -> None:
+    text = {"content": [{"type": "image"}, {"type": "text", "text": "\n  fix it  \nnow"}]}
+    assert first_line(text) == "fix it"
+    assert first_line({"content": [{"type": "text", "text": "x" * 500}]}) == "x" * 119 + "…"
+    assert first_line({"content": []}) is None
