@@ -194,3 +194,33 @@ def test_first_line_titles() -> None:
     assert first_line(text) == "fix it"
     assert first_line({"content": [{"type": "text", "text": "x" * 500}]}) == "x" * 119 + "…"
     assert first_line({"content": []}) is None
+
+
+async def test_list_pages_stay_stable_while_sessions_are_appended_to(tmp_path: Any) -> None:
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/l.db"))
+    agent = TodoSessionsAgent(service, list_page_size=3)
+    ids = []
+    for _ in range(8):
+        session = await service.new(cwd=str(tmp_path))
+        session.append("turn/start", {"turn": 1})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        await service.flush(session.id)
+        ids.append(session.id)
+    first = await agent.list_sessions()
+    assert [s.session_id for s in first.sessions] == ids[::-1][:3]
+    moved = ids[0]  # the oldest, on the last page: new activity moves it to the front
+    service.get(moved).append("turn/start", {"turn": 2})
+    await service.flush(moved)
+    seen = [s.session_id for s in first.sessions]
+    cursor = first.next_cursor
+    while cursor is not None:
+        page = await agent.list_sessions(cursor=cursor)
+        seen += [s.session_id for s in page.sessions]
+        cursor = page.next_cursor
+    assert seen == ids[::-1][:-1]  # every other session once; the moved one is on page one now
+    again = await agent.list_sessions()
+    assert again.sessions[0].session_id == moved
+    with pytest.raises(RequestError) as info:
+        await agent.list_sessions(cursor=first.next_cursor + "x")  # type: ignore[operator]
+    assert info.value.code == -32602
+    await shut(agent)
