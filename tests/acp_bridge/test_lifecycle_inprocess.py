@@ -159,6 +159,9 @@ async def test_close_cancels_a_running_prompt_and_releases_the_lease(tmp_path: A
     with pytest.raises(RequestError) as info:
         await agent.close_session(session_id="nope")
     assert info.value.code == -32002
+    slow.responses = [*slow.responses, ScriptedResponse(text="again")]
+    reply = await agent.prompt(session_id=sid, prompt=[Text("y")])  # resumes it
+    assert reply.stop_reason == "end_turn" and sid in agent.service.live_ids()
     await shut(agent)
 
 
