@@ -42,7 +42,7 @@ def big_log() -> tuple[LogBuilder, int]:
     turns = 0
     while log.next_seq + 12 <= BIG:
         turns += 1
-        log.exchange(f"prompt {turns}: " + "p" * 200, f"c{turns}", answer="a" * 300)
+        log.exchange(f"prompt {turns}: " + "p" * 40, f"c{turns}", answer="a" * 80)
     return log, turns
 
 
