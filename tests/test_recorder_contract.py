@@ -102,6 +102,8 @@ async def test_schema_operations(recorder: BackendRecorder) -> None:
     store_id = await recorder.store_id()
     assert isinstance(store_id, str) and store_id
     assert await recorder.check_integrity() == []
+    await recorder.close()
+    await recorder.close()  # idempotent (and once more by the fixture)
 
 
 async def test_append_under_the_seq_check_and_the_reads_by_range(
@@ -248,8 +250,3 @@ async def test_wait_for_append_returns_when_the_session_grows(recorder: BackendR
         await asyncio.sleep(0)
         await recorder.append(batch("s", turn(6, 2)))
         await asyncio.wait_for(waiting, 30)  # long before the 60 s poll
-
-
-async def test_close_is_idempotent(recorder: Recorder) -> None:
-    await recorder.close()
-    await recorder.close()
