@@ -27,6 +27,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from todo_sessions import SessionStore
+from todo_sessions.store.maintenance import run_maintenance
 
 PG_ENV = "TODO_SESSIONS_PG_URL"
 PGBOUNCER_ENV = "TODO_SESSIONS_PGBOUNCER_URL"
@@ -109,7 +110,7 @@ async def _empty_pg(url: str) -> None:
             conn.execute(tables.sessions.delete())
             conn.execute(tables.session_leases.delete())
 
-        await store._run_sync(empty, write=True)
+        await run_maintenance(store, empty, write=True)
 
 
 def through_pgbouncer(pg_url: str) -> str:
@@ -140,6 +141,7 @@ NAMESPACED_MODULES = frozenset(
         "test_views",
         "test_jsonl",
         "test_long_sessions",
+        "test_recorder_contract",
     }
 )
 """The store contract modules that also run on ``sqlite-prefix`` and ``postgres-schema``."""

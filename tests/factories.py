@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import Message, SessionEvent, SessionHeader, SessionStore
+from todo_sessions.store.maintenance import run_maintenance
 
 T0 = 1_764_000_000_000
 
@@ -110,4 +111,4 @@ async def tamper(store: SessionStore, statement: str) -> None:
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_replace"))
         conn.execute(text(in_namespace(store, statement)))
 
-    await store._run_sync(run, write=True)
+    await run_maintenance(store, run, write=True)

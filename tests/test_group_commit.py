@@ -30,6 +30,7 @@ from todo_sessions import (
     SessionStore,
     StoreError,
 )
+from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.sqlite import THREADS
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
@@ -50,7 +51,7 @@ class HeldWriter:
             raw.set_trace_callback(self.statements.append)
             self._gate.wait(30)
 
-        self._task = asyncio.create_task(self.store._run_sync(trace_and_wait))
+        self._task = asyncio.create_task(run_maintenance(self.store, trace_and_wait))
         await asyncio.sleep(0.05)
 
     async def release(self) -> None:

@@ -37,6 +37,7 @@ from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
 from todo_sessions.integrity import verify_session
+from todo_sessions.store.maintenance import run_maintenance
 
 HERE = Path(__file__).resolve().parent
 
@@ -228,7 +229,7 @@ async def _put_checkpoint(store: SessionStore, session_id: str, seq: int, text: 
             )
         )
 
-    await store._run_sync(put, write=True)
+    await run_maintenance(store, put, write=True)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SchemaError, SessionStore, StoreError, migrate
+from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,
@@ -66,8 +67,8 @@ async def test_triggers_survive_and_go_with_the_schema(empty_url: str) -> None:
         await store.create(header("s"))
         await store.append("s", turn(0))
         with pytest.raises(Exception, match="append-only"):
-            await store._run_sync(
-                lambda c: c.execute(text("DELETE FROM session_events")), write=True
+            await run_maintenance(
+                store, lambda c: c.execute(text("DELETE FROM session_events")), write=True
             )
 
 

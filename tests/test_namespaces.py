@@ -35,6 +35,7 @@ from todo_sessions import (
     SyncSessionStore,
     migrate,
 )
+from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,
@@ -291,7 +292,7 @@ async def test_the_triggers_name_their_tables_whatever_the_search_path(
             conn.execute(text("DELETE FROM agent.session_events WHERE seq = 1"))
 
         with pytest.raises(StoreError, match="append-only: delete the session instead"):
-            await store._run_sync(delete_one, write=True)
+            await run_maintenance(store, delete_one, write=True)
         assert await store.count("s") == 6
 
 
@@ -426,9 +427,11 @@ def test_building_a_namespace_is_cheap_and_private_to_it() -> None:
     """Every store of a namespace builds its own statements: nothing is cached per name."""
     a, b = Namespace(schema="agent"), Namespace(schema="agent")
     assert a == b and a.tables is not b.tables
-    assert a.compiled("postgresql") is a.compiled("postgresql")  # once per instance
-    assert a.compiled("postgresql") is not b.compiled("postgresql")
-    assert "INTO agent.session_events" in a.compiled("postgresql").append.insert_events.sql
+    from todo_sessions.store.postgres import statements
+
+    assert statements(a) is statements(a)  # once per instance
+    assert statements(a) is not statements(b)
+    assert "INTO agent.session_events" in statements(a).append.insert_events.sql
     assert SessionStore("sqlite://").namespace is DEFAULT  # compiled once, at first use
 
 

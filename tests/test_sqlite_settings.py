@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from todo_sessions import SessionStore, StoreBusyError
 from todo_sessions.store.engine import SQLiteOptions, parse_url
+from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.sqlite import connect_sqlite
 
 
@@ -27,7 +28,7 @@ def pragmas(conn: Connection) -> dict[str, Any]:
 
 async def test_defaults_on_every_pooled_connection(tmp_path: Path) -> None:
     async with SessionStore(tmp_path / "s.db") as store:
-        assert await store._run_sync(pragmas) == {
+        assert await run_maintenance(store, pragmas) == {
             "journal_mode": "wal",
             "synchronous": 2,  # FULL
             "foreign_keys": 1,
@@ -40,7 +41,7 @@ async def test_settings_are_configurable(tmp_path: Path) -> None:
     async with SessionStore(
         url, journal_mode="DELETE", synchronous="NORMAL", busy_timeout_ms=250
     ) as store:
-        assert await store._run_sync(pragmas) == {
+        assert await run_maintenance(store, pragmas) == {
             "journal_mode": "delete",
             "synchronous": 1,
             "foreign_keys": 1,
@@ -83,8 +84,8 @@ async def test_write_transactions_take_the_write_lock_up_front(tmp_path: Path) -
                 other.close()
             return "not locked"
 
-        assert await store._run_sync(probe, write=True) == "database is locked"
-        assert await store._run_sync(probe, write=False) == "not locked"
+        assert await run_maintenance(store, probe, write=True) == "database is locked"
+        assert await run_maintenance(store, probe, write=False) == "not locked"
 
 
 async def test_busy_timeout_exhausted_is_a_typed_error_and_writes_nothing(tmp_path: Path) -> None:
@@ -132,10 +133,10 @@ async def test_foreign_keys_cascade_from_sessions(tmp_path: Path) -> None:
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
-        await store._run_sync(
-            lambda c: c.execute(text("DELETE FROM sessions WHERE id = 's'")), write=True
+        await run_maintenance(
+            store, lambda c: c.execute(text("DELETE FROM sessions WHERE id = 's'")), write=True
         )
-        count = await store._run_sync(
-            lambda c: c.execute(text("SELECT COUNT(*) FROM session_events")).scalar_one()
+        count = await run_maintenance(
+            store, lambda c: c.execute(text("SELECT COUNT(*) FROM session_events")).scalar_one()
         )
         assert count == 0

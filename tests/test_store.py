@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from todo_sessions import (
     SessionStore,
     StoreError,
 )
+from todo_sessions.store.maintenance import run_maintenance
 
 
 async def stored_count(store: SessionStore, session_id: str) -> int:
@@ -34,7 +36,7 @@ async def stored_count(store: SessionStore, session_id: str) -> int:
         )
         return int(result.scalar_one())
 
-    return int(await store._run_sync(count))
+    return int(await run_maintenance(store, count))
 
 
 async def test_round_trip_events_and_header(store: SessionStore) -> None:
@@ -270,7 +272,7 @@ async def test_event_rows_cannot_be_updated_or_deleted_with_raw_sql(store: Sessi
     for statement in statements:
         with pytest.raises(StoreError, match="append-only"):
             sql = in_namespace(store, statement)
-            await store._run_sync(lambda conn, s=sql: conn.execute(text(s)), write=True)
+            await run_maintenance(store, lambda conn, s=sql: conn.execute(text(s)), write=True)
     assert await stored_count(store, "s1") == 6
     assert (await store.read_from("s1"))[0].data == {"turn": 1}
 
@@ -340,7 +342,7 @@ async def test_json_columns_hold_the_wire_text(store: SessionStore) -> None:
         query = "SELECT data, surface_op, source_event_seqs FROM session_events WHERE seq = 1"
         return conn.execute(text(in_namespace(store, query))).one()
 
-    data, op, seqs = await store._run_sync(raw)
+    data, op, seqs = await run_maintenance(store, raw)
     assert data == ok.data_json
     assert json.loads(op) == {"op": "replace", "start": 0, "end": 0}
     assert json.loads(seqs) == [0]
@@ -400,6 +402,38 @@ def test_libpq_url_parameters_become_asyncpg_arguments(query: str, args: dict[st
     assert dict(target.connect_args) == args
     assert not target.url.query
     assert target.url.drivername == "postgresql+asyncpg"
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ("sqlite:///{dir}/s.db", "sqlite:///{dir}/s.db"),  # no driver name added
+        ("{dir}/s.db", "{dir}/s.db"),
+        ("postgresql://u:secret@h/db", "postgresql://u:***@h/db"),
+        (
+            "postgresql://u@h/db?password=secret&sslmode=require",
+            "postgresql://u@h/db?password=***&sslmode=require",
+        ),
+        (
+            "postgresql://u@h/db?sslmode=require&PASSWORD=secret",
+            "postgresql://u@h/db?sslmode=require&PASSWORD=***",
+        ),
+    ],
+)
+def test_the_url_is_shown_as_given_with_its_password_masked(
+    given: str, shown: str, tmp_path: Path
+) -> None:
+    assert SessionStore(given.format(dir=tmp_path)).url == shown.format(dir=tmp_path)
+
+
+async def test_an_error_names_the_url_as_given(tmp_path: Path) -> None:
+    (tmp_path / "a.db").mkdir()  # a directory where the file should be
+    url = f"sqlite:///{tmp_path}/a.db"
+    with pytest.raises(StoreError) as caught:
+        async with SessionStore(url):
+            pass
+    assert f"opening {url}:" in str(caught.value)
+    assert "aiosqlite" not in str(caught.value)
 
 
 async def test_an_append_through_the_store_wakes_its_followers_at_once(store: SessionStore) -> None:

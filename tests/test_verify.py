@@ -24,6 +24,7 @@ from todo_sessions import SessionEvent, SessionStore
 from todo_sessions.cli import main
 from todo_sessions.core.verify import Problem, verify_events
 from todo_sessions.demo import run_demo
+from todo_sessions.store.maintenance import run_maintenance
 
 # -- verify_events: pure --------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:
         )
         return [tuple(r) for r in sessions.all()], [tuple(r) for r in events.all()]
 
-    return await store._run_sync(read)
+    return await run_maintenance(store, read)
 
 
 async def verify(url: str, *args: str) -> Result:

@@ -22,6 +22,7 @@ from todo_sessions import (
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
+from todo_sessions.store.maintenance import run_maintenance
 
 
 def mixed_log() -> LogBuilder:
@@ -169,7 +170,7 @@ async def raw(store: SessionStore, statement: str) -> None:
     def run(conn: Connection) -> None:
         conn.execute(text(statement))
 
-    await store._run_sync(run, write=True)
+    await run_maintenance(store, run, write=True)
 
 
 async def test_broken_json_row_is_reported_with_session_and_seq(store: SessionStore) -> None:

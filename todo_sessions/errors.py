@@ -17,13 +17,13 @@
     ├── SchemaError                    the database is not migrated, or is not ours
     ├── NamespaceError (ValueError)    a schema or table prefix that is malformed, or
     │                                  that the backend does not take
-    ├── StoreBusyError                 the database stayed locked past the busy timeout
     ├── SessionLeasedError             resume() of a session another live owner holds
     ├── LeaseLostError                 a service's lease on a session was stolen or expired;
     │                                  its append wrote nothing
     ├── EventsNotStoredError           a closing service could not store a session's queued
     │                                  events; they were saved to a recovery file
     ├── StoreError                     any other database failure (driver error wrapped)
+    │   ├── StoreBusyError             the database stayed locked past the busy timeout
     │   └── StoreUnavailableError      the database cannot be reached or the connection
     │                                  was lost; the store reconnects on the next call
     └── ModelError                     a model provider failed (``provider`` names it)
@@ -185,12 +185,13 @@ class NamespaceError(TodoSessionsError, ValueError):
         super().__init__(message)
 
 
-class StoreBusyError(TodoSessionsError):
-    """The database stayed locked by another writer longer than the busy timeout."""
-
-
 class StoreError(TodoSessionsError):
     """A database failure that none of the more specific errors describes."""
+
+
+class StoreBusyError(StoreError):
+    """The database stayed locked by another writer longer than the busy timeout (a
+    `StoreError`: ``except StoreError`` catches it too)."""
 
 
 class StoreUnavailableError(StoreError):

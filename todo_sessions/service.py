@@ -43,7 +43,6 @@ from .errors import (
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
-    StoreBusyError,
     StoreError,
     TodoSessionsError,
 )
@@ -385,7 +384,7 @@ class SessionService:
                 self.last_flush_error = None
                 await self._maybe_write_checkpoint(session_id, turn_end=name == "turn-end")
                 return
-            except (StoreBusyError, StoreError) as exc:
+            except StoreError as exc:  # StoreBusyError too
                 self.last_flush_error = exc
                 if delay is not None:
                     await asyncio.sleep(delay)
@@ -502,7 +501,7 @@ class SessionService:
             try:
                 await self.close(session_id)
                 return None
-            except (StoreBusyError, StoreError) as exc:
+            except StoreError as exc:  # StoreBusyError too
                 self.last_flush_error = exc
                 if time.monotonic() + pause > deadline:
                     return exc

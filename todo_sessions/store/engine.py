@@ -8,6 +8,7 @@ deadlock upgrading a read lock). A new database file is created 0600, in directo
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,19 +65,40 @@ class StoreURL:
     """The URL's ``schema`` parameter (a namespace: `namespace.resolve`), taken out of it."""
     table_prefix: str | None = None
     """The URL's ``table_prefix`` parameter, taken out of it."""
+    given: str = ""
+    """The URL (or path) as the caller wrote it, password masked: what messages show."""
 
     @property
     def memory(self) -> bool:
         return self.dialect == "sqlite" and self.path is None
 
     def render(self) -> str:
-        """The URL with any password masked, for messages (with its namespace parameters)."""
+        """The URL as given, with any password masked (in the user part and in a
+        ``password`` parameter), for messages."""
+        if self.given:
+            return self.given
         url = self.url
         if self.schema is not None:
             url = url.update_query_dict({"schema": self.schema})
         if self.table_prefix is not None:
             url = url.update_query_dict({"table_prefix": self.table_prefix})
         return url.render_as_string(hide_password=True)
+
+
+_USER_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def mask_password(url: str) -> str:
+    """``url`` with the password of its user part and of a ``password=`` parameter shown as
+    ``***``."""
+    return _QUERY_PASSWORD.sub(r"\1***", _USER_PASSWORD.sub(r"\1***@", url))
+
+
+def _given(url: str | URL | os.PathLike[str]) -> str:
+    if isinstance(url, URL):
+        return mask_password(url.render_as_string(hide_password=False))
+    return mask_password(os.fspath(url))
 
 
 NAMESPACE_PARAMETERS = ("schema", "table_prefix")
@@ -99,23 +121,30 @@ def _namespace_parameters(parsed: URL) -> tuple[URL, dict[str, str]]:
 
 
 def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
-    """Accept ``sqlite:///file``, ``sqlite+aiosqlite://``, ``postgresql://…`` or a plain path.
+    """Accept ``sqlite:///file`` (any SQLite driver name: the store uses its own ``sqlite3``
+    connections), ``postgresql://…`` or a plain path.
 
     The ``schema`` and ``table_prefix`` URL parameters name a namespace; they are taken out
     of the URL into `StoreURL.schema` / `StoreURL.table_prefix` (checked by
     `namespace.resolve` when a store or migration uses them)."""
+    given = _given(url)
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
         path = Path(os.fspath(url)).expanduser().absolute()
-        return StoreURL(make_url(f"sqlite+aiosqlite:///{path}"), "sqlite", path)
+        return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
     parsed, names = _namespace_parameters(make_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        parsed = parsed.set(drivername="sqlite+aiosqlite")
         database = parsed.database
         if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
-            return StoreURL(parsed, "sqlite", None, **names)  # type: ignore[arg-type]
+            return StoreURL(parsed, "sqlite", None, **names, given=given)  # type: ignore[arg-type]
         path = Path(database).expanduser().absolute()
-        return StoreURL(parsed.set(database=str(path)), "sqlite", path, **names)  # type: ignore[arg-type]
+        return StoreURL(
+            parsed.set(database=str(path)),
+            "sqlite",
+            path,
+            **names,  # type: ignore[arg-type]
+            given=given,
+        )
     if backend in ("postgresql", "postgres"):
         query = dict(parsed.query)
         args: dict[str, Any] = {}
@@ -137,7 +166,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             args["prepared_statement_name_func"] = _unique_statement_name
             query["prepared_statement_cache_size"] = "0"
         url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(url_, "postgresql", None, args, pooler, **names)
+        return StoreURL(url_, "postgresql", None, args, pooler, **names, given=given)
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )

@@ -13,8 +13,10 @@ A lease whose holder is a process of this host that no longer runs (same host na
 such pid) counts as expired, so a crashed service's sessions are resumed at once on its host.
 Times are the store clock's milliseconds of each writer: hosts sharing a database need clocks
 that agree to well within a lease's duration (the default is 30 s, renewed every 10 s).
-The plain store API takes no lease unless asked. Each function takes the namespace's
-``session_leases`` table (`schema.Tables`); what an append checks is `queries.Queries.lease_state`.
+The plain store API takes no lease unless asked. This module decides (`acquired`, `renewed`,
+`check`); each backend reads and writes the rows with its own compiled statements, under its
+write lock (`Recorder.acquire_lease`, ...); what an append checks is
+`queries.Queries.lease_state`.
 """
 
 from __future__ import annotations
@@ -24,19 +26,16 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, select
-from sqlalchemy.engine import Connection
-
 from ..errors import LeaseLostError, SessionLeasedError
 
 __all__ = [
+    "LEASE_COLUMNS",
     "Lease",
     "LeaseHolder",
-    "acquire",
+    "acquired",
     "check",
-    "holders",
-    "release",
-    "renew",
+    "holder_of",
+    "renewed",
 ]
 
 
@@ -100,70 +99,44 @@ def check(session_id: str, state: Any, lease: Lease, now: int) -> None:
         raise LeaseLostError(session_id, f"it expired at {expires_at} (now {now})")
 
 
-def _row(conn: Connection, table: Table, session_id: str) -> LeaseHolder | None:
-    found = conn.execute(
-        select(table).where(table.c.session_id == session_id).with_for_update()
-    ).first()
-    return None if found is None else LeaseHolder(**found._asdict())
+LEASE_COLUMNS = ("session_id", "owner", "host", "pid", "epoch", "acquired_at", "expires_at")
+"""The columns of a lease row, in the order the backends read them."""
 
 
-def acquire(
-    conn: Connection,
-    table: Table,
+def holder_of(row: Any) -> LeaseHolder | None:
+    """A stored lease row (`LEASE_COLUMNS` in order), or None."""
+    return None if row is None else LeaseHolder(*row)
+
+
+def acquired(
+    current: LeaseHolder | None,
     session_id: str,
     owner: str,
     now: int,
     ttl_ms: int,
     *,
     steal: bool,
-) -> Lease:
-    """Take the lease (in the caller's write transaction): free, expired, already ours, or
-    ``steal`` → a new epoch; held by another live owner → `SessionLeasedError`."""
-    current = _row(conn, table, session_id)
-    le = table.c
+) -> tuple[Lease, dict[str, Any]]:
+    """What taking the lease writes, given the row read under the write lock: free, expired,
+    already ours, or ``steal`` → the lease with the next epoch and the row's new values;
+    held by another live owner → `SessionLeasedError`."""
+    if current is not None and current.owner != owner and current.live(now) and not steal:
+        raise SessionLeasedError(session_id, current.describe(), current.expires_at)
+    epoch = 1 if current is None else current.epoch + 1
     values = {
+        "session_id": session_id,
         "owner": owner,
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "epoch": epoch,
         "acquired_at": now,
         "expires_at": now + ttl_ms,
     }
-    if current is None:
-        conn.execute(table.insert().values(session_id=session_id, epoch=1, **values))
-        return Lease(session_id, owner, 1, now + ttl_ms)
-    if current.owner != owner and current.live(now) and not steal:
-        raise SessionLeasedError(session_id, current.describe(), current.expires_at)
-    epoch = current.epoch + 1
-    conn.execute(table.update().where(le.session_id == session_id).values(epoch=epoch, **values))
-    return Lease(session_id, owner, epoch, now + ttl_ms)
+    return Lease(session_id, owner, epoch, now + ttl_ms), values
 
 
-def renew(conn: Connection, table: Table, lease: Lease, now: int, ttl_ms: int) -> Lease:
-    """Extend a lease still held (`LeaseLostError` when it was taken over or ran out)."""
-    current = _row(conn, table, lease.session_id)
+def renewed(current: LeaseHolder | None, lease: Lease, now: int, ttl_ms: int) -> Lease:
+    """The renewed lease (`LeaseLostError` when it was taken over or ran out meanwhile)."""
     state = None if current is None else (current.owner, current.epoch, current.expires_at)
     check(lease.session_id, state, lease, now)
-    conn.execute(
-        table.update().where(table.c.session_id == lease.session_id).values(expires_at=now + ttl_ms)
-    )
     return Lease(lease.session_id, lease.owner, lease.epoch, now + ttl_ms)
-
-
-def release(conn: Connection, table: Table, lease: Lease) -> bool:
-    """Give a lease back; False when it was no longer ours (nothing changed)."""
-    le = table.c
-    result = conn.execute(
-        table.delete().where(
-            le.session_id == lease.session_id,
-            le.owner == lease.owner,
-            le.epoch == lease.epoch,
-        )
-    )
-    return bool(result.rowcount)
-
-
-def holders(conn: Connection, table: Table, session_ids: list[str]) -> dict[str, LeaseHolder]:
-    if not session_ids:
-        return {}
-    found = conn.execute(select(table).where(table.c.session_id.in_(session_ids)))
-    return {row.session_id: LeaseHolder(**row._asdict()) for row in found}

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import MetaData, Table
 
@@ -28,11 +28,11 @@ from ..errors import NamespaceError
 from .queries import (
     DEFAULT_QUERIES,
     AppendStatements,
-    Compiled,
     Queries,
+    WriteStatements,
     build_queries,
     compile_append,
-    compile_positional,
+    compile_writes,
 )
 from .reads import CompiledRead, compile_reads
 from .schema import DEFAULT_TABLES, TABLE_NAMES, VERSION_TABLE, Tables, define_tables
@@ -94,8 +94,7 @@ class Statements:
 
     append: AppendStatements
     reads: Mapping[str, CompiledRead]
-    delete: Compiled
-    delete_lease: Compiled
+    writes: WriteStatements
 
 
 class Namespace:
@@ -250,34 +249,23 @@ class Namespace:
 
     # -- statements -------------------------------------------------------------------------------
 
-    def compiled(self, dialect: Literal["sqlite", "postgresql"]) -> Statements:
-        """The statements of the hot paths compiled for ``dialect``'s driver (qmark sqlite3,
-        asyncpg), once per namespace and backend."""
-        found: Statements | None = self._compiled.get(dialect)
+    def compiled(self, backend: str, dialect: Any, insert: Callable[[Table], Any]) -> Statements:
+        """The statements of every operation compiled for a backend's driver (``dialect``,
+        with its ``insert`` construct), once per namespace and backend (the backend modules
+        say which driver: qmark sqlite3, asyncpg)."""
+        found: Statements | None = self._compiled.get(backend)
         if found is None:
             with self._lock:
-                found = self._compiled.get(dialect)
+                found = self._compiled.get(backend)
                 if found is None:
-                    found = self._compile(dialect)
-                    self._compiled[dialect] = found
+                    queries = self.queries
+                    found = Statements(
+                        append=compile_append(dialect, insert, queries),
+                        reads=compile_reads(dialect, queries),
+                        writes=compile_writes(dialect, queries),
+                    )
+                    self._compiled[backend] = found
         return found
-
-    def _compile(self, dialect_name: str) -> Statements:
-        if dialect_name == "postgresql":
-            from sqlalchemy.dialects.postgresql import asyncpg
-
-            dialect: Any = asyncpg.dialect()
-        else:
-            from sqlalchemy.dialects import sqlite
-
-            dialect = sqlite.dialect(paramstyle="qmark")
-        queries = self.queries
-        return Statements(
-            append=compile_append(dialect, queries),
-            reads=compile_reads(dialect, queries),
-            delete=Compiled(*compile_positional(queries.delete_session, dialect)),
-            delete_lease=Compiled(*compile_positional(queries.delete_lease, dialect)),
-        )
 
     # -- a host's alembic autogenerate --------------------------------------------------------
 

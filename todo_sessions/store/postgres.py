@@ -16,7 +16,12 @@
   session of its own: behind a transaction-pooling pooler (``?pgbouncer=true``) it uses the
   store's ``listen_url`` (a direct connection), and without one followers poll every
   ``poll_interval``.
-- **Migrations** run in one transaction holding a transaction-scoped advisory lock.
+- **Every write** (appends, deletes, leases, checkpoints) runs compiled statements on the
+  asyncpg connection, in one driver transaction (`_write`): one write stack.
+- **Migrations** run in one transaction holding a transaction-scoped advisory lock
+  (`take_migration_lock`, the one place that takes it).
+- **Errors**: this driver's half of error translation is `classify_error` (asyncpg's
+  exception classes and SQLSTATEs).
 - **Lost connections** (a terminated backend, a server restart, a network reset) are never
   reused: the connection is invalidated and the pool's idle connections are dropped with it
   (they usually died together), so the next call connects afresh. A read that hit a dead
@@ -30,37 +35,64 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
+from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..errors import SessionNotFoundError, StoreError
-from . import reads
-from .engine import StoreURL, make_pg_engine
-from .leases import check as check_lease
-from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace
-from .queries import AppendStatements
-from .reads import WITHOUT_SNAPSHOT, CompiledRead
-from .recorder import (
+from . import reads, revisions
+from .batch import (
     AppendBatch,
     AppendOutcome,
-    LocalWakeups,
-    Wait,
     after_append,
     check_batch_start,
     new_session_values,
 )
-from .translate import is_connection_lost, translate_errors
+from .checkpoints import CheckpointWrite
+from .engine import StoreURL, make_pg_engine
+from .leases import Lease, acquired, holder_of, renewed
+from .leases import check as check_lease
+from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
+from .queries import AppendStatements, WriteStatements
+from .reads import WITHOUT_SNAPSHOT, CompiledRead
+from .snapshots import SnapshotReads
+from .wakeups import LocalWakeups, Wait
 
-__all__ = ["MIGRATION_LOCK", "NOTIFY_CHANNEL", "PgListener", "PostgresRecorder"]
+__all__ = [
+    "MIGRATION_LOCK",
+    "NOTIFY_CHANNEL",
+    "PgListener",
+    "PostgresRecorder",
+    "classify_error",
+    "connection_lost",
+    "is_driver_error",
+    "lock_host_connection",
+    "run_locked_on_engine",
+]
 
 T = TypeVar("T")
 
 MIGRATION_LOCK = 0x746F646F5F736573
 """Any fixed 64-bit key: serialises our migrations across PostgreSQL sessions."""
+
+_DIALECT: Any = None
+
+
+def statements(namespace: Namespace) -> Statements:
+    """The namespace's statements compiled for asyncpg (once per namespace)."""
+    global _DIALECT
+    if _DIALECT is None:  # the asyncpg dialect module loads on first use
+        from sqlalchemy.dialects.postgresql import asyncpg
+
+        _DIALECT = asyncpg.dialect()
+    return namespace.compiled("postgresql", _DIALECT, pg_dialect.insert)
+
 
 _RECHECK_SECONDS = 2.0
 _LISTENER_ARGS = frozenset({"ssl", "server_settings", "timeout", "statement_cache_size"})
@@ -91,10 +123,11 @@ class AsyncpgRows:
         self._adapted.run_async(lambda driver: driver.execute(sql))
 
 
-class PostgresRecorder:
+class PostgresRecorder(SnapshotReads):
     """The `Recorder` of a PostgreSQL database. See the module docstring."""
 
     dialect = "postgresql"
+    loop_bound = True
 
     def __init__(
         self,
@@ -107,7 +140,7 @@ class PostgresRecorder:
     ) -> None:
         self._target = target
         self._namespace = namespace
-        self._sql = namespace.compiled("postgresql")  # the default namespace's: compiled once
+        self._sql = statements(namespace)  # the default namespace's: compiled once
         self._listen = listen if listen is not None else None if target.pooler else target
         self._pool_size = pool_size
         self._max_overflow = max_overflow
@@ -156,7 +189,7 @@ class PostgresRecorder:
             try:
                 yield conn
             except BaseException as exc:
-                if is_connection_lost(exc):
+                if connection_lost(exc):
                     with contextlib.suppress(Exception):
                         await conn.invalidate(exc if isinstance(exc, Exception) else None)
                     with contextlib.suppress(Exception):
@@ -177,32 +210,63 @@ class PostgresRecorder:
         try:
             return await self._append_once(batch)
         except Exception as exc:
-            if not is_connection_lost(exc):
+            if not connection_lost(exc):
                 raise
         # The connection died with the append in flight: it may or may not have committed.
         # Read the session back on a fresh connection (raises SeqConflictError when other rows
         # took the batch's seqs) and send the batch once more only if it is not there.
-        stored = await self.read(reads.append_outcome, batch)
+        stored = await self._snapshot(reads.append_outcome, batch)
         if stored is not None:
             return stored
         return await self._append_once(batch)
 
-    async def read(self, op: Callable[..., T], *args: Any) -> T:
+    async def _snapshot(self, op: Callable[..., T], *args: Any) -> T:
         try:
             async with self._connection() as conn:
                 return await conn.run_sync(_read_on, self._sql.reads, op, args)
         except Exception as exc:
-            if not is_connection_lost(exc):
+            if not connection_lost(exc):
                 raise
         async with self._connection() as conn:  # once more, on a fresh connection
             return await conn.run_sync(_read_on, self._sql.reads, op, args)
 
+    async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await fn(driver, statements, *args)`` in one transaction on the driver."""
+        async with self._connection() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            async with driver.transaction():
+                return await fn(driver, self._sql.writes, *args)
+
     async def delete(self, session_id: str) -> bool:
-        async with self._connection() as conn, conn.begin():
-            queries = self._namespace.queries
-            result = await conn.execute(queries.delete_session, {"session_id": session_id})
-            await conn.execute(queries.delete_lease, {"session_id": session_id})
-        return bool(result.rowcount)
+        return await self._write(_delete, session_id)
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
+    ) -> Lease:
+        return await self._write(_acquire, session_id, owner, now, ttl_ms, steal)
+
+    async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
+        return await self._write(_renew, lease, now, ttl_ms)
+
+    async def release_lease(self, lease: Lease) -> bool:
+        return await self._write(_release, lease)
+
+    async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
+        return await self._write(_write_checkpoint, checkpoint)
+
+    async def delete_checkpoints(self, session_id: str) -> int:
+        return await self._write(_delete_checkpoints, session_id)
+
+    async def schema_revision(self) -> str | None:
+        namespace = self._namespace
+        return await self.run_maintenance(
+            lambda c: revisions.schema_revision(c, namespace), write=False
+        )
+
+    async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
+        namespace = self._namespace
+        return await self.run_locked(lambda c: revisions.step(c, revision, downgrade, namespace))
 
     @contextlib.asynccontextmanager
     async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:
@@ -238,9 +302,9 @@ class PostgresRecorder:
         return []
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
-        return await run_locked_on(self._the_engine(), fn)
+        return await run_locked_on_engine(self._the_engine(), fn)
 
-    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         async with self._the_engine().connect() as conn, conn.begin():
             return await conn.run_sync(fn)
 
@@ -253,12 +317,94 @@ class PostgresRecorder:
             await engine.dispose()
 
 
-async def run_locked_on(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
-    """Run ``fn(sync connection)`` in one transaction; on PostgreSQL under the migration lock."""
+def take_migration_lock(connection: Connection) -> None:
+    """Take our migration lock for the rest of the connection's transaction."""
+    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+
+
+def lock_host_connection(connection: Connection, *, began: bool) -> None:
+    """A host's connection about to be migrated, in its transaction or ours: the lock."""
+    take_migration_lock(connection)
+
+
+async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(sync connection)`` in one transaction under the migration lock."""
+
+    def locked(connection: Connection) -> T:
+        take_migration_lock(connection)
+        return fn(connection)
+
     async with engine.connect() as conn, conn.begin():
-        if conn.dialect.name == "postgresql":
-            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-        return await conn.run_sync(fn)
+        return await conn.run_sync(locked)
+
+
+async def _delete(driver: Any, sql: WriteStatements, session_id: str) -> bool:
+    status = await driver.execute(sql.delete.sql, session_id)
+    await driver.execute(sql.delete_lease.sql, session_id)
+    return _rowcount(status) > 0
+
+
+def _rowcount(status: str) -> int:
+    """The row count of a command status (``DELETE 3``, ``UPDATE 1``)."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def _acquire(
+    driver: Any,
+    sql: WriteStatements,
+    session_id: str,
+    owner: str,
+    now: int,
+    ttl_ms: int,
+    steal: bool,
+) -> Lease:
+    current = holder_of(await driver.fetchrow(sql.lease_row.sql, session_id))
+    lease, values = acquired(current, session_id, owner, now, ttl_ms, steal=steal)
+    if current is None:
+        # a concurrent first acquire waits on the primary key, then fails: a StoreError
+        await driver.execute(sql.insert_lease.sql, *sql.insert_lease.args(values))
+    else:
+        update = sql.update_lease
+        await driver.execute(update.sql, *update.args({**values, "l_session_id": session_id}))
+    return lease
+
+
+async def _renew(driver: Any, sql: WriteStatements, lease: Lease, now: int, ttl_ms: int) -> Lease:
+    current = holder_of(await driver.fetchrow(sql.lease_row.sql, lease.session_id))
+    new = renewed(current, lease, now, ttl_ms)
+    params = {"session_id": lease.session_id, "expires_at": new.expires_at}
+    await driver.execute(sql.renew_lease.sql, *sql.renew_lease.args(params))
+    return new
+
+
+async def _release(driver: Any, sql: WriteStatements, lease: Lease) -> bool:
+    params = {"session_id": lease.session_id, "owner": lease.owner, "epoch": lease.epoch}
+    status = await driver.execute(sql.release_lease.sql, *sql.release_lease.args(params))
+    return _rowcount(status) > 0
+
+
+async def _write_checkpoint(driver: Any, sql: WriteStatements, checkpoint: CheckpointWrite) -> bool:
+    session_id = checkpoint.session_id
+    found = await driver.fetchrow(sql.checkpoint_next_seq.sql, session_id)
+    if found is None:
+        raise SessionNotFoundError(session_id)
+    if checkpoint.seq > found[0]:
+        return False
+    at = {"session_id": session_id, "seq": checkpoint.seq}
+    await driver.execute(sql.delete_checkpoint_at.sql, *sql.delete_checkpoint_at.args(at))
+    await driver.execute(sql.insert_checkpoint.sql, *sql.insert_checkpoint.args(checkpoint.row()))
+    oldest = sql.oldest_kept_checkpoint
+    kept = await driver.fetchrow(
+        oldest.sql, *oldest.args({"session_id": session_id, "take": 1, "skip": checkpoint.keep - 1})
+    )
+    if kept is not None:
+        prune = sql.prune_checkpoints
+        await driver.execute(prune.sql, *prune.args({"session_id": session_id, "oldest": kept[0]}))
+    return True
+
+
+async def _delete_checkpoints(driver: Any, sql: WriteStatements, session_id: str) -> int:
+    return _rowcount(await driver.execute(sql.delete_checkpoints.sql, session_id))
 
 
 async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> AppendOutcome:
@@ -348,13 +494,12 @@ class PgListener:
                 return
             import asyncpg
 
-            with translate_errors("listening for appends"):
-                try:
-                    conn = await asyncpg.connect(self._dsn, **self._connect_args)
-                except TypeError as exc:  # a URL parameter asyncpg does not take
-                    raise StoreError(f"unsupported URL parameter ({exc})") from exc
-                await conn.add_listener(self._channel, self._notified)
-                conn.add_termination_listener(self._wake_all)
+            try:
+                conn = await asyncpg.connect(self._dsn, **self._connect_args)
+            except TypeError as exc:  # a URL parameter asyncpg does not take
+                raise StoreError(f"unsupported URL parameter ({exc})") from exc
+            await conn.add_listener(self._channel, self._notified)
+            conn.add_termination_listener(self._wake_all)
             self._conn = conn
             self._wake_all()  # anything may have been missed while there was no connection
 
@@ -372,3 +517,64 @@ class PgListener:
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
             await conn.close()
+
+
+# -- this driver's half of error translation ----------------------------------------------------
+
+_BUSY_SQLSTATES = frozenset({"40001", "40P01", "55P03", "57014"})
+"""Serialization failure, deadlock, lock not available, statement cancelled (a lock timeout)."""
+_MISSING_SQLSTATES = frozenset({"42P01", "3F000"})
+"""Undefined table, invalid schema name."""
+_LOST_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+"""Connection exceptions (class 08) and the server shutting the session down (admin shutdown,
+crash shutdown, cannot connect now)."""
+
+
+def _asyncpg_error(exc: BaseException) -> BaseException | None:
+    """``exc`` (or what SQLAlchemy's asyncpg adapter wrapped) when it is asyncpg's. Without
+    asyncpg loaded, no exception can be one of its."""
+    asyncpg = sys.modules.get("asyncpg")
+    if asyncpg is None:
+        return None
+    errors = asyncpg.exceptions
+    classes = (errors.PostgresError, errors.InterfaceError, errors.InternalClientError)
+    for candidate in (exc, exc.__cause__):
+        if isinstance(candidate, classes):
+            return candidate
+    return None
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    return _asyncpg_error(exc) is not None
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (raw, or wrapped by SQLAlchemy) says the connection is dead, or never
+    came up: asyncpg's kind, or a network error."""
+    driver = exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
+    if classify_error(driver) == "lost":
+        return True
+    return any(isinstance(e, OSError) for e in (driver, driver.__cause__))
+
+
+def classify_error(exc: BaseException) -> str | None:
+    """``busy``, ``missing``, ``unique``, ``lost``, or None: by asyncpg's exception classes
+    and the server's SQLSTATE."""
+    driver = _asyncpg_error(exc)
+    if driver is None:
+        return None
+    errors = sys.modules["asyncpg"].exceptions
+    state = str(getattr(driver, "sqlstate", None) or "")
+    if state in _BUSY_SQLSTATES:
+        return "busy"
+    if state in _MISSING_SQLSTATES:
+        return "missing"
+    if state == "23505":
+        return "unique"
+    if state.startswith(_LOST_SQLSTATE_PREFIXES):
+        return "lost"
+    if isinstance(driver, errors.InternalClientError):  # "cannot switch to state ..."
+        return "lost"
+    if isinstance(driver, errors.InterfaceError) and "closed" in str(driver):
+        return "lost"  # "connection is closed", ...: the class has no finer kinds
+    return None

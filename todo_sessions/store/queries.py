@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Select, Text, bindparam, case, false, select, true, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Boolean, Select, Table, Text, bindparam, case, false, select, true, tuple_
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
 from .schema import DEFAULT_TABLES, Tables
@@ -19,9 +18,11 @@ __all__ = [
     "AppendStatements",
     "Compiled",
     "Queries",
+    "WriteStatements",
     "build_queries",
     "compile_append",
     "compile_positional",
+    "compile_writes",
 ]
 
 
@@ -75,14 +76,25 @@ class Queries:
     """Remove a session; its events follow through the foreign key's ON DELETE CASCADE."""
     delete_lease: Delete
     """A deleted session's lease goes with it (it has no foreign key: see `schema`)."""
+    lease_row: Select[Any]
+    """A session's whole lease row, locked (PostgreSQL ``FOR UPDATE``) for a lease change."""
+    insert_lease: Insert
+    update_lease: Update
+    """A new holder (or the same one again) with the next epoch."""
+    renew_lease: Update
+    release_lease: Delete
+    """Only the holder's own lease: owner and epoch must still match."""
+    checkpoint_next_seq: Select[Any]
+    delete_checkpoint_at: Delete
+    insert_checkpoint: Insert
+    oldest_kept_checkpoint: Select[Any]
+    prune_checkpoints: Delete
+    delete_checkpoints: Delete
 
-    def insert_session(self, dialect_name: str) -> Insert:
+    def insert_session(self, insert: Callable[[Table], Any]) -> Insert:
         """Materialise a session row; a concurrent materialisation wins quietly (then seq
-        decides)."""
-        table = self.tables.sessions
-        if dialect_name == "postgresql":
-            return postgresql.insert(table).on_conflict_do_nothing(index_elements=["id"])
-        return sqlite.insert(table).on_conflict_do_nothing(index_elements=["id"])
+        decides). ``insert`` is the backend's dialect ``insert`` (it has ON CONFLICT)."""
+        return insert(self.tables.sessions).on_conflict_do_nothing(index_elements=["id"])
 
     def select_summaries(
         self, *, before: bool = False, filters: frozenset[str] = frozenset()
@@ -123,7 +135,9 @@ def build_queries(tables: Tables) -> Queries:
     """The statements over ``tables`` (built once per namespace)."""
     sessions, events, tags = tables.sessions, tables.session_events, tables.session_tags
     leases, state = tables.session_leases, tables.store_state
-    se, tg, le = sessions.c, tags.c, leases.c
+    checkpoints = tables.session_checkpoints
+    se, tg, le, cp = sessions.c, tags.c, leases.c, checkpoints.c
+    sid: Any = bindparam("session_id")
     return Queries(
         tables=tables,
         select_store_id=select(state.c.store_id).where(state.c.id == 1),
@@ -155,6 +169,37 @@ def build_queries(tables: Tables) -> Queries:
         select_header=select(sessions).where(se.id == bindparam("session_id")),
         delete_session=sessions.delete().where(se.id == bindparam("session_id")),
         delete_lease=leases.delete().where(le.session_id == bindparam("session_id")),
+        lease_row=select(
+            le.session_id, le.owner, le.host, le.pid, le.epoch, le.acquired_at, le.expires_at
+        )
+        .where(le.session_id == sid)
+        .with_for_update(),
+        insert_lease=leases.insert().values({c.name: bindparam(c.name) for c in leases.columns}),
+        update_lease=leases.update()
+        .where(le.session_id == bindparam("l_session_id"))
+        .values({c.name: bindparam(c.name) for c in leases.columns if c.name != "session_id"}),
+        renew_lease=leases.update()
+        .where(le.session_id == sid)
+        .values(expires_at=bindparam("expires_at")),
+        release_lease=leases.delete().where(
+            le.session_id == sid, le.owner == bindparam("owner"), le.epoch == bindparam("epoch")
+        ),
+        checkpoint_next_seq=select(se.next_seq).where(se.id == sid),
+        delete_checkpoint_at=checkpoints.delete().where(
+            cp.session_id == sid, cp.seq == bindparam("seq")
+        ),
+        insert_checkpoint=checkpoints.insert().values(
+            {c.name: bindparam(c.name) for c in checkpoints.columns}
+        ),
+        oldest_kept_checkpoint=select(cp.seq)
+        .where(cp.session_id == sid)
+        .order_by(cp.seq.desc())
+        .limit(bindparam("take"))
+        .offset(bindparam("skip")),
+        prune_checkpoints=checkpoints.delete().where(
+            cp.session_id == sid, cp.seq < bindparam("oldest")
+        ),
+        delete_checkpoints=checkpoints.delete().where(cp.session_id == sid),
     )
 
 
@@ -193,13 +238,15 @@ class AppendStatements:
     insert_tag: Compiled
 
 
-def compile_append(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> AppendStatements:
+def compile_append(
+    dialect: Any, insert: Callable[[Table], Any], queries: Queries = DEFAULT_QUERIES
+) -> AppendStatements:
     def compiled(statement: Any) -> Compiled:
         return Compiled(*compile_positional(statement, dialect))
 
     tables = queries.tables
     events = queries.insert_events.values({c.name: None for c in tables.session_events.columns})
-    new_session = queries.insert_session(dialect.name).values(
+    new_session = queries.insert_session(insert).values(
         {c.name: None for c in tables.sessions.columns}
     )
     return AppendStatements(
@@ -211,4 +258,45 @@ def compile_append(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> AppendSt
         projection=compiled(queries.update_projection),
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStatements:
+    """Every write of a backend but the append's, compiled once for its driver: deletes,
+    leases, checkpoints."""
+
+    delete: Compiled
+    delete_lease: Compiled
+    lease_row: Compiled
+    insert_lease: Compiled
+    update_lease: Compiled
+    renew_lease: Compiled
+    release_lease: Compiled
+    checkpoint_next_seq: Compiled
+    delete_checkpoint_at: Compiled
+    insert_checkpoint: Compiled
+    oldest_kept_checkpoint: Compiled
+    prune_checkpoints: Compiled
+    delete_checkpoints: Compiled
+
+
+def compile_writes(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> WriteStatements:
+    def compiled(statement: Any) -> Compiled:
+        return Compiled(*compile_positional(statement, dialect))
+
+    return WriteStatements(
+        delete=compiled(queries.delete_session),
+        delete_lease=compiled(queries.delete_lease),
+        lease_row=compiled(queries.lease_row),
+        insert_lease=compiled(queries.insert_lease),
+        update_lease=compiled(queries.update_lease),
+        renew_lease=compiled(queries.renew_lease),
+        release_lease=compiled(queries.release_lease),
+        checkpoint_next_seq=compiled(queries.checkpoint_next_seq),
+        delete_checkpoint_at=compiled(queries.delete_checkpoint_at),
+        insert_checkpoint=compiled(queries.insert_checkpoint),
+        oldest_kept_checkpoint=compiled(queries.oldest_kept_checkpoint),
+        prune_checkpoints=compiled(queries.prune_checkpoints),
+        delete_checkpoints=compiled(queries.delete_checkpoints),
     )

@@ -21,9 +21,10 @@ from ..core.envelope import SessionEvent
 from ..core.jsonvalue import decode_json
 from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
+from .batch import AppendBatch, AppendOutcome, check_batch_start
 from .codec import check_format_version, rows_to_events
+from .leases import LEASE_COLUMNS, LeaseHolder, holder_of
 from .queries import DEFAULT_QUERIES, SUMMARY_COLUMNS, Queries, compile_positional
-from .recorder import AppendBatch, AppendOutcome, check_batch_start
 
 __all__ = [
     "STATEMENTS",
@@ -38,6 +39,7 @@ __all__ = [
     "find_session",
     "latest_event",
     "latest_todos",
+    "lease_holders",
     "list_sessions",
     "list_statement",
     "live_state",
@@ -132,6 +134,9 @@ def read_statements(queries: Queries) -> dict[str, Any]:
         .group_by(ev.session_id)
         .order_by(ev.session_id)
         .limit(bindparam("limit")),
+        "lease_holder": select(*(tables.session_leases.c[n] for n in LEASE_COLUMNS)).where(
+            tables.session_leases.c.session_id == _SID
+        ),
         "past_end": select(ev.seq)
         .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
         .order_by(ev.seq)
@@ -324,6 +329,16 @@ def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:
         "past_end", {"session_id": session_id, "from_seq": row["next_seq"], "limit": limit}
     )
     return [r[0] for r in found]
+
+
+def lease_holders(rows: Rows, session_ids: tuple[str, ...]) -> dict[str, LeaseHolder]:
+    """The stored lease row of each of ``session_ids`` that has one."""
+    found = {}
+    for session_id in dict.fromkeys(session_ids):
+        holder = holder_of(next(iter(rows.fetch("lease_holder", {"session_id": session_id})), None))
+        if holder is not None:
+            found[session_id] = holder
+    return found
 
 
 def read_store_id(rows: Rows) -> str | None:

@@ -1,264 +1,201 @@
-"""The recorder: the one seam between `SessionStore` and a database backend.
+"""The recorder contract: what a database backend does for `SessionStore`, operation by name.
 
-A recorder does exactly what needs a database: it appends a prepared batch under the seq check,
-runs read operations (plain functions of `reads` over a `Rows` source) in one consistent
-snapshot, deletes, lists, waits for appends, and runs migrations under the migration lock.
-Everything else (validation, projections, crash repair, fork, strict structure) lives in
-`SessionStore` and the pure core, written once for every backend.
+A recorder is the only code that talks to a database. Each operation takes and returns plain
+values of the store (strings, ints, dicts of column values, `SessionEvent`, `Lease`,
+`AppendBatch`, ...): no SQLAlchemy objects, no callbacks. Everything else (validation,
+projections, crash repair, fork, strict structure, retries) lives in `SessionStore` and the
+pure core, written once for every backend.
 
 There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite.py``, file and
 in-memory databases) and `PostgresRecorder` (``store/postgres.py``), chosen once when the store
-opens (`open_recorder`). The append transaction's steps are shared here (`AppendBatch`,
-`check_batch_start`, `new_session_values`); each backend writes the transaction itself once,
-on its own driver. See docs/design.md, "Backends".
+opens (`backends.open_recorder`, the one place that picks a backend). A recorder serves the
+tables of one namespace, given when it is made. ``tests/test_recorder_contract.py`` holds
+every backend to this contract. See docs/design.md, "Backends".
+
+Rows of ``sessions`` come back as dicts keyed by column name (`reads.SESSION_COLUMNS`, or
+`queries.SUMMARY_COLUMNS` for summaries). Driver errors are raised as they are; the store
+translates them (`translate.translate_errors`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-from sqlalchemy.engine import Connection
-
-from ..core.jsonvalue import canonical_json
-from ..core.meta import MetaChange, fold_title
-from ..errors import SeqConflictError
-from .engine import SQLiteOptions, StoreURL
-from .leases import Lease
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from .namespace import Namespace
+    from ..core.envelope import SessionEvent
+    from ..core.todos import TodoItem
+    from .batch import AppendBatch, AppendOutcome
+    from .checkpoints import CheckpointWrite
+    from .leases import Lease, LeaseHolder
+    from .reads import ListFilters, StateRead
+    from .wakeups import Wait
 
-__all__ = [
-    "AppendBatch",
-    "AppendOutcome",
-    "LocalWakeups",
-    "Projection",
-    "Recorder",
-    "Wait",
-    "check_batch_start",
-    "new_session_values",
-    "open_recorder",
-    "projection_of",
-]
-
-T = TypeVar("T")
-
-AppendOutcome = tuple[str, int, int]
-"""``(incarnation, revision, next_seq)`` after a committed append."""
-
-Wait = Callable[[float], Any]
-"""``await wait(poll_interval)``: returns when the followed session may have new events."""
-
-
-@dataclass(frozen=True, slots=True)
-class Projection:
-    """What an append changes of the session's projected columns (from its batch's
-    ``session/meta`` and ``todo/write`` events, `core.meta.batch_change`), computed before the
-    transaction: ``params`` of `queries.update_projection`, and the new tags when they change
-    (``session_tags`` is then replaced)."""
-
-    params: dict[str, Any]
-    tags: tuple[str, ...] | None
-
-
-def projection_of(session_id: str, change: MetaChange) -> Projection:
-    """The column values of a batch's change (tags and metadata as JSON text, NULL when
-    empty; the title with its casefold)."""
-    tags, metadata = change.tags, change.metadata
-    return Projection(
-        {
-            "p_id": session_id,
-            "p_set_title": change.title_set,
-            "p_title": change.title,
-            "p_title_folded": fold_title(change.title),
-            "p_set_tags": tags is not None,
-            "p_tags": canonical_json(list(tags)) if tags else None,
-            "p_set_metadata": metadata is not None,
-            "p_metadata": canonical_json(metadata) if metadata else None,
-            "p_set_open": change.open_todos is not None,
-            "p_open_todos": bool(change.open_todos),
-        },
-        tags,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class AppendBatch:
-    """One append, ready for the database: rows of contiguous events of one session.
-
-    ``rows`` are ``session_events`` rows as dicts (see `codec.event_row`); ``header`` is the
-    ``sessions`` row of a pending (created, never appended) session, or None; ``now`` is the
-    store clock's time for ``updated_at``; ``lease``, when given, is checked inside the append
-    transaction (`leases.check`); ``projection``, when given, is applied after the events are
-    inserted (a batch without ``session/meta`` or ``todo/write`` events has none).
-    """
-
-    session_id: str
-    rows: Sequence[dict[str, Any]]
-    header: dict[str, Any] | None
-    now: int
-    lease: Lease | None = None
-    projection: Projection | None = None
-
-    @property
-    def first_seq(self) -> int:
-        return int(self.rows[0]["seq"])
-
-
-def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
-    """A batch must start exactly at the stored next seq."""
-    if first_seq != next_seq:
-        raise SeqConflictError(session_id, first_seq, next_seq)
-
-
-def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
-    """The ``sessions`` row that materialises a session: a fresh incarnation, revision 0."""
-    title = header.get("title")
-    return {
-        **header,
-        "incarnation": str(uuid.uuid4()),
-        "revision": 0,
-        "next_seq": 0,
-        "updated_at": now,
-        "title_folded": fold_title(title),
-        "tags": None,
-        "metadata": None,
-        "open_todos": False,
-    }
-
-
-def after_append(
-    next_seq: int, revision: int, count: int, now: int, session_id: str
-) -> dict[str, Any]:
-    """Parameters of the ``sessions`` update that ends an append of ``count`` events."""
-    return {
-        "b_next_seq": next_seq + count,
-        "b_revision": revision + 1,
-        "b_updated_at": now,
-        "b_id": session_id,
-    }
-
-
-class LocalWakeups:
-    """Followers that poll, woken at once by appends made through the same store."""
-
-    def __init__(self) -> None:
-        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
-
-    def wake(self, session_id: str) -> None:
-        """Wake the followers of ``session_id``, each on its own event loop (a SQLite store
-        serves callers on several loops: an `asyncio.Event` is set only from its loop)."""
-        waiters = self._waiters.get(session_id)
-        if not waiters:  # the usual case: every append calls this, few sessions are followed
-            return
-        try:
-            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        for loop, event in waiters:
-            if loop is here:
-                event.set()
-            else:
-                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-                    loop.call_soon_threadsafe(event.set)
-
-    @contextlib.asynccontextmanager
-    async def polling(self, session_id: str) -> AsyncIterator[Wait]:
-        """A `Wait` that returns after ``poll_interval`` or at this store's next append."""
-        wake = asyncio.Event()
-        waiter = (asyncio.get_running_loop(), wake)
-        self._waiters.setdefault(session_id, set()).add(waiter)
-
-        async def poll(interval: float) -> None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
-            wake.clear()
-
-        try:
-            yield poll
-        finally:
-            waiters = self._waiters.get(session_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    del self._waiters[session_id]
+__all__ = ["Recorder"]
 
 
 class Recorder(Protocol):
     """What `SessionStore` needs from a backend. One implementation per backend."""
 
     dialect: str
+    """``"sqlite"`` or ``"postgresql"``."""
+    loop_bound: bool
+    """Whether the recorder's connections belong to the event loop that opened it (asyncpg's
+    do; SQLite's threads serve any loop)."""
+
+    # -- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Connect (threads, pool); the schema is `migrate.prepare_schema`'s business."""
-        ...
-
-    async def append(self, batch: AppendBatch) -> AppendOutcome:
-        """Append in one all-or-nothing transaction: read the session's state under the write
-        lock, materialise the session row on its first append, check that the batch starts at
-        the stored next seq (`SeqConflictError`), insert, advance next seq and revision."""
-        ...
-
-    async def read(self, op: Callable[..., T], *args: Any) -> T:
-        """Run a read operation of `reads` (``op(rows, *args)``) in one read snapshot."""
-        ...
-
-    async def delete(self, session_id: str) -> bool:
-        """Delete a session row (its events cascade). False if there was none."""
-        ...
-
-    def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
-        """A context whose ``wait(poll_interval)`` returns when ``session_id`` may have grown."""
-        ...
-
-    async def check_integrity(self) -> list[str]:
-        """The database engine's own check of its files: each problem it reports (none: [])."""
-        ...
-
-    async def run_locked(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn(sync SQLAlchemy connection)`` in one transaction under the migration lock."""
-        ...
-
-    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        """Run ``fn(sync SQLAlchemy connection)`` in one transaction (maintenance, tests)."""
+        """Connect (threads, pool), so a bad URL or file fails here. Idempotent. The schema
+        is `schema_revision` / `migrate`'s business."""
         ...
 
     async def close(self) -> None:
         """Finish queued work, then release every connection and thread. Idempotent."""
         ...
 
+    # -- schema ---------------------------------------------------------------------------------
 
-def open_recorder(
-    target: StoreURL,
-    *,
-    sqlite: SQLiteOptions,
-    pool_size: int = 5,
-    max_overflow: int = 10,
-    listen: StoreURL | None = None,
-    namespace: Namespace | None = None,
-) -> Recorder:
-    """The recorder for ``target``'s backend (not yet connected), for the tables of
-    ``namespace`` (None: the default namespace)."""
-    from .namespace import DEFAULT
+    async def schema_revision(self) -> str | None:
+        """The namespace's alembic revision (None: never migrated); `SchemaError` for a
+        revision this version does not know, or for tables of ours it did not create."""
+        ...
 
-    namespace = DEFAULT if namespace is None else namespace
-    namespace.check_dialect(target.dialect)
-    if target.dialect == "postgresql":
-        from .postgres import PostgresRecorder
+    async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
+        """Upgrade (or step back) the namespace's schema to ``revision`` in one transaction
+        holding the migration lock (SQLite ``BEGIN IMMEDIATE``, a PostgreSQL advisory lock),
+        so concurrent migrations serialise. Returns the revision it found."""
+        ...
 
-        return PostgresRecorder(
-            target,
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            listen=listen,
-            namespace=namespace,
-        )
-    from .sqlite import SQLiteRecorder
+    async def store_id(self) -> str | None:
+        """The database's random id (``store_state``), or None when it has none."""
+        ...
 
-    return SQLiteRecorder(target, sqlite, namespace)
+    async def check_integrity(self) -> list[str]:
+        """The database engine's own check of its files: each problem it reports (none: [])."""
+        ...
+
+    # -- writing --------------------------------------------------------------------------------
+
+    async def append(self, batch: AppendBatch) -> AppendOutcome:
+        """Append in one all-or-nothing transaction: read the session's state under the write
+        lock, check the batch's lease (`LeaseLostError`), materialise the session row on its
+        first append, check that the batch starts at the stored next seq
+        (`SeqConflictError`), insert, apply the projection, advance next seq and revision."""
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session row (its events, tags and checkpoints cascade) and its lease.
+        False if there was none."""
+        ...
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
+    ) -> Lease:
+        """Take the lease in one write transaction (`leases.acquired` decides):
+        `SessionLeasedError` while another live owner holds it, unless ``steal``."""
+        ...
+
+    async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
+        """Extend a lease still held (`LeaseLostError` when taken over or expired)."""
+        ...
+
+    async def release_lease(self, lease: Lease) -> bool:
+        """Delete the lease row if it is still ``lease``'s; False when it was not."""
+        ...
+
+    async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
+        """Store a checkpoint, replacing one at its seq, keeping the newest ``keep``; False
+        (nothing written) when the session's stored log ends before its seq;
+        `SessionNotFoundError` for an unknown session."""
+        ...
+
+    async def delete_checkpoints(self, session_id: str) -> int:
+        """Delete every checkpoint of a session; how many there were."""
+        ...
+
+    # -- reading (each in one consistent snapshot) --------------------------------------------
+
+    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+        """The ``sessions`` row, or None."""
+        ...
+
+    async def read_session(self, session_id: str) -> dict[str, Any]:
+        """The ``sessions`` row: `SessionNotFoundError` for an unknown id,
+        `FormatUnsupportedError` for a newer format."""
+        ...
+
+    async def read_summary(self, session_id: str) -> dict[str, Any]:
+        """The `SessionSummary` columns of one session (`SessionNotFoundError`)."""
+        ...
+
+    async def read_events(
+        self, session_id: str, from_seq: int, limit: int | None = None
+    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        """The session row and its events from ``from_seq`` (at most ``limit``), bounded by
+        the row's next seq; a missing seq below it is a `CorruptSessionError`."""
+        ...
+
+    async def count_events(self, session_id: str, event_type: str | None) -> int:
+        """How many events the session has (of one type)."""
+        ...
+
+    async def latest_todos(self, session_id: str, upto_seq: int | None) -> list[TodoItem] | None:
+        """The list of the latest ``todo/write`` at or before ``upto_seq``, or None."""
+        ...
+
+    async def latest_event(
+        self, session_id: str, types: tuple[str, ...], upto_seq: int | None
+    ) -> SessionEvent | None:
+        """The latest event of one of ``types`` at or before ``upto_seq``, or None."""
+        ...
+
+    async def read_surface_state(self, session_id: str, upto_seq: int | None) -> StateRead:
+        """The surface as of ``upto_seq``, from the newest usable checkpoint at or below it
+        and the surface rows after it."""
+        ...
+
+    async def read_live_state(self, session_id: str) -> StateRead:
+        """The live state at the end of the log, from the newest usable checkpoint and the
+        events after it."""
+        ...
+
+    async def read_checkpoints(self, session_id: str) -> list[tuple[int, int, int, int]]:
+        """``(seq, format_version, created_at, size)`` of each checkpoint, oldest first."""
+        ...
+
+    async def read_checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+        """``(seq, state text)`` of each checkpoint, oldest first."""
+        ...
+
+    async def list_sessions(
+        self, limit: int, before: tuple[int, str] | None, filters: ListFilters | None
+    ) -> list[dict[str, Any]]:
+        """One page of summary rows, newest activity first, after ``(updated_at, id)``,
+        matching ``filters``."""
+        ...
+
+    async def session_ids(
+        self, source: Literal["sessions", "events"], after: str, limit: int
+    ) -> list[str]:
+        """One page of session ids after ``after``, from the session rows or the events."""
+        ...
+
+    async def usage_payloads(self, session_id: str) -> list[tuple[int, Any]]:
+        """``(seq, decoded data)`` of each ``assistant/message``."""
+        ...
+
+    async def seqs_past_end(self, session_id: str, limit: int) -> list[int]:
+        """Seqs of event rows at or after the session's stored next seq."""
+        ...
+
+    async def lease_holders(self, session_ids: tuple[str, ...]) -> dict[str, LeaseHolder]:
+        """The stored lease rows of these sessions (live or expired)."""
+        ...
+
+    # -- following ------------------------------------------------------------------------------
+
+    def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
+        """A context whose ``wait(poll_interval)`` returns when ``session_id`` may have grown
+        (PostgreSQL: a notification; SQLite: the poll interval, or this store's append)."""
+        ...

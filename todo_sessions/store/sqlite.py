@@ -13,10 +13,16 @@ thread of the store.
 - **Reader threads** (two) each own a read connection; a read operation runs as one function
   inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
   connection, so there the writer thread serves reads too (no reader threads).
-- Migrations and maintenance get a SQLAlchemy connection wrapping the writer's own
-  ``sqlite3`` connection (a ``StaticPool`` engine that exists only on the writer thread), so
-  alembic and the SQLAlchemy Core table definitions stay the single source of schema and SQL.
-  Statements of the hot paths are compiled once from those definitions.
+- Every write (appends, deletes, leases, checkpoints) runs compiled statements on that
+  connection, inside ``BEGIN IMMEDIATE`` (`_write`, the one write transaction of this module;
+  the group commit adds savepoints): one write stack. The statements are compiled once per
+  namespace from the SQLAlchemy Core definitions (`namespace.Namespace.compiled`).
+- Migrations (and the maintenance hatch, `run_maintenance`) get a SQLAlchemy connection
+  wrapping the writer's own ``sqlite3`` connection (a ``StaticPool`` engine that exists only on
+  the writer thread), so alembic and the Core table definitions stay the single source of
+  schema and SQL.
+- Its half of error translation is `classify_error` (``sqlite3`` exception classes and error
+  codes).
 
 Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop
 to its thread, and gives no public way to run a whole transaction (or a group of them) as one
@@ -58,26 +64,52 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import StaticPool
 
 from ..errors import SessionNotFoundError, StoreError
-from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
-from .leases import check as check_lease
-from .namespace import DEFAULT, Namespace, Statements
-from .queries import AppendStatements
-from .reads import CompiledRead
-from .recorder import (
+from . import revisions
+from .batch import (
     AppendBatch,
     AppendOutcome,
-    LocalWakeups,
-    Wait,
     after_append,
     check_batch_start,
     new_session_values,
 )
+from .checkpoints import CheckpointWrite
+from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
+from .leases import Lease, acquired, holder_of, renewed
+from .leases import check as check_lease
+from .namespace import DEFAULT, Namespace, Statements
+from .queries import AppendStatements, WriteStatements
+from .reads import CompiledRead
+from .snapshots import SnapshotReads
+from .wakeups import LocalWakeups, Wait
 
-__all__ = ["READERS", "THREADS", "SQLiteRecorder", "connect_sqlite"]
+__all__ = [
+    "READERS",
+    "THREADS",
+    "SQLiteRecorder",
+    "classify_error",
+    "connect_sqlite",
+    "is_driver_error",
+    "lock_host_connection",
+    "run_locked_on_engine",
+]
+
+BEGIN_WRITE = "BEGIN IMMEDIATE"
+"""How every write transaction starts: the write lock up front, so two processes never
+deadlock upgrading a read lock."""
+
+_DIALECT: Any = sqlite_dialect.dialect(paramstyle="qmark")
+
+
+def statements(namespace: Namespace) -> Statements:
+    """The namespace's statements compiled for ``sqlite3`` (once per namespace)."""
+    return namespace.compiled("sqlite", _DIALECT, sqlite_dialect.insert)
+
 
 T = TypeVar("T")
 
@@ -280,7 +312,7 @@ class _Writer:
             @event.listens_for(engine, "begin")
             def _begin(sa_conn: Any) -> None:
                 write = sa_conn.get_execution_options().get(_WRITE_OPTION, False)
-                sa_conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+                sa_conn.exec_driver_sql(BEGIN_WRITE if write else "BEGIN")
 
             self._engine = engine
         return self._engine
@@ -340,7 +372,7 @@ class _Writer:
         """A lone append: its own transaction, without a savepoint."""
         try:
             conn = self.conn or self.connection()
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(BEGIN_WRITE)
             try:
                 result = _append(conn, job.batch, self._sql)
                 conn.execute("COMMIT")
@@ -358,7 +390,7 @@ class _Writer:
         outcomes: list[Any] = [None] * len(group)
         try:
             conn = self.connection()
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(BEGIN_WRITE)
             try:
                 for i, job in enumerate(group):
                     conn.execute("SAVEPOINT todo_sessions_append")
@@ -467,17 +499,83 @@ def _integrity_problems(conn: sqlite3.Connection, tables: Iterable[str]) -> list
     return problems
 
 
-def _delete(conn: sqlite3.Connection, sql: Statements, session_id: str) -> bool:
-    conn.execute("BEGIN IMMEDIATE")
+def _in_write_transaction(conn: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(conn, *args)`` in one write transaction (writer thread)."""
+    conn.execute(BEGIN_WRITE)
     try:
-        deleted = conn.execute(sql.delete.sql, (session_id,)).rowcount
-        conn.execute(sql.delete_lease.sql, (session_id,))
+        result = fn(conn, *args)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    return result
+
+
+def _delete(conn: sqlite3.Connection, sql: WriteStatements, session_id: str) -> bool:
+    deleted = conn.execute(sql.delete.sql, (session_id,)).rowcount
+    conn.execute(sql.delete_lease.sql, (session_id,))
     return deleted > 0
+
+
+def _acquire(
+    conn: sqlite3.Connection,
+    sql: WriteStatements,
+    session_id: str,
+    owner: str,
+    now: int,
+    ttl_ms: int,
+    steal: bool,
+) -> Lease:
+    current = holder_of(conn.execute(sql.lease_row.sql, (session_id,)).fetchone())
+    lease, values = acquired(current, session_id, owner, now, ttl_ms, steal=steal)
+    if current is None:
+        conn.execute(sql.insert_lease.sql, sql.insert_lease.args(values))
+    else:
+        update = sql.update_lease
+        conn.execute(update.sql, update.args({**values, "l_session_id": session_id}))
+    return lease
+
+
+def _renew(
+    conn: sqlite3.Connection, sql: WriteStatements, lease: Lease, now: int, ttl_ms: int
+) -> Lease:
+    current = holder_of(conn.execute(sql.lease_row.sql, (lease.session_id,)).fetchone())
+    new = renewed(current, lease, now, ttl_ms)
+    params = {"session_id": lease.session_id, "expires_at": new.expires_at}
+    conn.execute(sql.renew_lease.sql, sql.renew_lease.args(params))
+    return new
+
+
+def _release(conn: sqlite3.Connection, sql: WriteStatements, lease: Lease) -> bool:
+    params = {"session_id": lease.session_id, "owner": lease.owner, "epoch": lease.epoch}
+    return conn.execute(sql.release_lease.sql, sql.release_lease.args(params)).rowcount > 0
+
+
+def _write_checkpoint(
+    conn: sqlite3.Connection, sql: WriteStatements, checkpoint: CheckpointWrite
+) -> bool:
+    session_id = checkpoint.session_id
+    found = conn.execute(sql.checkpoint_next_seq.sql, (session_id,)).fetchone()
+    if found is None:
+        raise SessionNotFoundError(session_id)
+    if checkpoint.seq > found[0]:
+        return False
+    at = {"session_id": session_id, "seq": checkpoint.seq}
+    conn.execute(sql.delete_checkpoint_at.sql, sql.delete_checkpoint_at.args(at))
+    conn.execute(sql.insert_checkpoint.sql, sql.insert_checkpoint.args(checkpoint.row()))
+    oldest = sql.oldest_kept_checkpoint
+    kept = conn.execute(
+        oldest.sql, oldest.args({"session_id": session_id, "take": 1, "skip": checkpoint.keep - 1})
+    ).fetchone()
+    if kept is not None:
+        prune = sql.prune_checkpoints
+        conn.execute(prune.sql, prune.args({"session_id": session_id, "oldest": kept[0]}))
+    return True
+
+
+def _delete_checkpoints(conn: sqlite3.Connection, sql: WriteStatements, session_id: str) -> int:
+    return int(conn.execute(sql.delete_checkpoints.sql, (session_id,)).rowcount)
 
 
 def _with_sa(
@@ -530,17 +628,19 @@ class _Readers:
             self._conns.clear()
 
 
-class SQLiteRecorder:
+class SQLiteRecorder(SnapshotReads):
     """The `Recorder` of an SQLite database (a file, or in memory). See the module docstring."""
 
     dialect = "sqlite"
+    loop_bound = False
 
     def __init__(
         self, target: StoreURL, options: SQLiteOptions, namespace: Namespace = DEFAULT
     ) -> None:
         self._target = target
         self._options = options
-        self._sql = namespace.compiled("sqlite")  # the default namespace's: compiled once
+        self._namespace = namespace
+        self._sql = statements(namespace)  # the default namespace's: compiled once
         self._tables = namespace.table_names
         self._writer: _Writer | None = None
         self._readers: _Readers | None = None
@@ -581,13 +681,43 @@ class SQLiteRecorder:
         self._wakeups.wake(batch.session_id)  # followers here need not wait for their poll
         return outcome
 
-    async def read(self, op: Callable[..., T], *args: Any) -> T:
+    async def _snapshot(self, op: Callable[..., T], *args: Any) -> T:
         if self._readers is not None:
             return await self._readers.run(op, *args)
         return await self._the_writer().call(_read_on, self._sql.reads, op, args)
 
+    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._the_writer().call(_in_write_transaction, fn, self._sql.writes, *args)
+
     async def delete(self, session_id: str) -> bool:
-        return await self._the_writer().call(_delete, self._sql, session_id)
+        return await self._write(_delete, session_id)
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
+    ) -> Lease:
+        return await self._write(_acquire, session_id, owner, now, ttl_ms, steal)
+
+    async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
+        return await self._write(_renew, lease, now, ttl_ms)
+
+    async def release_lease(self, lease: Lease) -> bool:
+        return await self._write(_release, lease)
+
+    async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
+        return await self._write(_write_checkpoint, checkpoint)
+
+    async def delete_checkpoints(self, session_id: str) -> int:
+        return await self._write(_delete_checkpoints, session_id)
+
+    async def schema_revision(self) -> str | None:
+        namespace = self._namespace
+        return await self.run_maintenance(
+            lambda c: revisions.schema_revision(c, namespace), write=False
+        )
+
+    async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
+        namespace = self._namespace
+        return await self.run_locked(lambda c: revisions.step(c, revision, downgrade, namespace))
 
     def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
         """SQLite has no notifications across processes: followers poll every
@@ -603,7 +733,7 @@ class SQLiteRecorder:
         writer = self._the_writer()
         return await writer.call(_with_sa, writer, fn, True)
 
-    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         writer = self._the_writer()
         return await writer.call(_with_sa, writer, fn, write)
 
@@ -627,3 +757,67 @@ _WITHOUT_CONNECTION = frozenset({_close_writer, _close_readers})
 
 def _noop(conn: sqlite3.Connection) -> None:
     return None
+
+
+# -- this driver's half of error translation, and a host's connections --------------------------
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.Error)
+
+
+_LOCKED_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_UNIQUE_CODES = frozenset({sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE})
+_SEQ_TAKEN = "that seq already exists"
+"""The message of our own trigger that refuses a replaced event row (revision 0003)."""
+
+
+def classify_error(exc: BaseException) -> str | None:
+    """``locked`` (busy or locked past the busy timeout), ``missing`` (no such table),
+    ``unique`` (a primary-key or unique violation), or None: by the ``sqlite3`` exception's
+    class and (extended) error code; SQLite gives a missing table no code of its own."""
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError):
+        if code is not None and code & 0xFF in _LOCKED_CODES:
+            return "locked"
+        if code is None and ("locked" in text or "busy" in text):  # raised without a code
+            return "locked"
+        if "no such table" in text:
+            return "missing"
+    if isinstance(exc, sqlite3.IntegrityError) and (code in _UNIQUE_CODES or _SEQ_TAKEN in text):
+        return "unique"
+    return None
+
+
+def lock_host_connection(connection: Connection, *, began: bool) -> None:
+    """A host's connection about to be migrated: in a transaction we just began, through the
+    standard ``sqlite3`` driver (whose legacy transaction control would run each DDL
+    statement on its own), take the write lock and make the migration one transaction. In the
+    host's own transaction there is nothing to take: it holds its locks already."""
+    if not began:
+        return
+    driver = connection.connection.driver_connection
+    legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)  # Python 3.12+
+    if (
+        isinstance(driver, sqlite3.Connection)
+        and not driver.in_transaction
+        and getattr(driver, "autocommit", legacy) == legacy
+    ):
+        connection.exec_driver_sql(BEGIN_WRITE)
+
+
+async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
+    """``fn(sync connection)`` on a host's SQLite `AsyncEngine` (aiosqlite), in one
+    transaction that starts with ``BEGIN IMMEDIATE``."""
+    async with engine.connect() as conn:
+        await conn.exec_driver_sql(BEGIN_WRITE)
+        try:
+            result = await conn.run_sync(fn)
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+        return result

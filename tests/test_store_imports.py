@@ -1,0 +1,105 @@
+"""The store's import graph: no cycle inside ``todo_sessions/store/``, and the database
+drivers imported only by their backend modules (and the URL parser)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "todo_sessions"
+STORE = PACKAGE / "store"
+DRIVERS = frozenset({"sqlite3", "asyncpg", "aiosqlite", "psycopg", "psycopg2"})
+DRIVER_MODULES = frozenset({"store/sqlite.py", "store/postgres.py", "store/engine.py"})
+"""The backend modules and the URL parser."""
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Absolute names of every module ``path`` imports (also inside functions and
+    ``TYPE_CHECKING`` blocks), with the relative level resolved."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                name = f"{base}.{node.module}" if node.module else base
+                if not node.module:  # ``from . import x``: each x is a module of the package
+                    found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names]
+                    continue
+            else:
+                name = node.module or ""
+            found.append((name, node.lineno))
+    return found
+
+
+def _store_graph() -> dict[str, set[str]]:
+    modules = {f"todo_sessions.store.{p.stem}": p for p in STORE.glob("*.py")}
+    return {
+        name: {imported for imported, _ in _imports(path) if imported in modules} - {name}
+        for name, path in modules.items()
+    }
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (as a path that comes back to its start), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_store_has_no_import_cycle() -> None:
+    graph = _store_graph()
+    assert "todo_sessions.store.recorder" in graph and len(graph) >= 15
+    assert graph["todo_sessions.store.backends"] >= {
+        "todo_sessions.store.sqlite",
+        "todo_sessions.store.postgres",
+    }
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_recorder_contract_imports_nothing_at_run_time() -> None:
+    """``store/recorder.py`` is the contract and nothing else: its store imports are for type
+    checking only, and it picks no backend."""
+    tree = ast.parse((STORE / "recorder.py").read_text())
+    runtime = [
+        node for node in tree.body if isinstance(node, ast.ImportFrom) and node.level
+    ]  # top-level relative imports run at import time; the TYPE_CHECKING block does not
+    assert runtime == []
+
+
+def test_drivers_are_imported_only_by_their_backends() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        for name, line in _imports(path):
+            if name.split(".")[0] in DRIVERS and where not in DRIVER_MODULES:
+                offenders.append(f"{where}:{line} imports {name}")
+    assert offenders == []

@@ -1,0 +1,117 @@
+"""The backends, and the one place that picks one: `open_recorder` (a store's or a
+migration's recorder), `run_locked_on_engine` and `lock_host_connection` (a host's own
+engine or connection), `classify_error` (each driver's half of error translation).
+
+A backend is one module that owns everything of its driver: ``store/sqlite.py`` (``sqlite3``)
+and ``store/postgres.py`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
+maintenance hatch below, its migration lock, and its ``classify_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Protocol, TypeVar
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from . import postgres, sqlite
+from .engine import SQLiteOptions, StoreURL
+from .namespace import DEFAULT, Namespace
+from .recorder import Recorder
+
+__all__ = [
+    "BackendRecorder",
+    "check_listen_target",
+    "classify_error",
+    "is_driver_error",
+    "lock_host_connection",
+    "open_recorder",
+    "run_locked_on_engine",
+]
+
+T = TypeVar("T")
+
+_BACKENDS = {"sqlite": sqlite, "postgresql": postgres}
+
+
+class BackendRecorder(Recorder, Protocol):
+    """A backend's recorder: the contract, plus the maintenance hatch outside it (a sync
+    SQLAlchemy connection, for alembic's ``env.py``, maintenance tools and tests that write
+    what the store never would)."""
+
+    async def run_locked(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` in one transaction under the migration lock."""
+        ...
+
+    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        """Run ``fn(connection)`` in one transaction (``write``: under the write lock)."""
+        ...
+
+
+def open_recorder(
+    target: StoreURL,
+    *,
+    sqlite: SQLiteOptions,
+    pool_size: int = 5,
+    max_overflow: int = 10,
+    listen: StoreURL | None = None,
+    namespace: Namespace | None = None,
+) -> BackendRecorder:
+    """The recorder for ``target``'s backend (not yet connected), for the tables of
+    ``namespace`` (None: the default namespace)."""
+    namespace = DEFAULT if namespace is None else namespace
+    namespace.check_dialect(target.dialect)
+    if target.dialect == "postgresql":
+        return postgres.PostgresRecorder(
+            target,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            listen=listen,
+            namespace=namespace,
+        )
+    return _sqlite.SQLiteRecorder(target, sqlite, namespace)
+
+
+_sqlite = sqlite  # the module (``open_recorder`` has a parameter of that name)
+
+
+def check_listen_target(listen: StoreURL) -> None:
+    """A store's ``listen_url`` must name a PostgreSQL database (a direct connection)."""
+    if listen.dialect != "postgresql":
+        raise ValueError("listen_url must be a PostgreSQL URL (a direct connection)")
+
+
+def _backend(dialect_name: str) -> ModuleType:
+    found = _BACKENDS.get(dialect_name)
+    if found is None:
+        raise ValueError(f"unsupported database {dialect_name!r}: use sqlite or postgresql")
+    return found
+
+
+async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(sync connection)`` on one of a host's `AsyncEngine` connections, in one
+    transaction holding its backend's migration lock."""
+    return await _backend(engine.dialect.name).run_locked_on_engine(engine, fn)
+
+
+def lock_host_connection(connection: Connection, *, began: bool) -> None:
+    """Take the migration lock on a host's connection (``began``: in the transaction we just
+    began on it; else in the host's own)."""
+    _backend(connection.dialect.name).lock_host_connection(connection, began=began)
+
+
+def classify_error(exc: BaseException) -> str | None:
+    """What kind of driver failure ``exc`` is (``locked``, ``busy``, ``missing``, ``lost``,
+    ``unique``), by the backend whose driver raised it; None when neither knows it."""
+    for backend in (sqlite, postgres):
+        kind = backend.classify_error(exc)
+        if kind is not None:
+            return kind
+    return None
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an exception of one of the drivers."""
+    return sqlite.is_driver_error(exc) or postgres.is_driver_error(exc)

@@ -1,0 +1,239 @@
+"""The core of `SessionStore`: its settings, opening and closing, and the one way its other
+parts call the recorder contract (`StoreCore._call`, which translates driver errors)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from sqlalchemy.engine import URL
+
+from ..core.header import SessionHeader
+from ..core.jsonvalue import decode_json
+from ..core.structure import StructureChecker
+from ..errors import CorruptSessionError, StoreError
+from .backends import BackendRecorder, check_listen_target, open_recorder
+from .engine import SQLiteOptions, StoreURL, parse_url
+from .migrate import namespace_of, prepare_schema
+from .namespace import Namespace
+from .recorder import Recorder
+from .results import SessionSummary, revision_token
+from .translate import translate_errors
+
+__all__ = ["StoreCore", "default_url", "wall_clock_ms"]
+
+logger = logging.getLogger("todo_sessions.store")
+
+T = TypeVar("T")
+
+
+def default_url() -> str:
+    """``TODO_SESSIONS_URL``, else an SQLite file in the user's data directory."""
+    env = os.environ.get("TODO_SESSIONS_URL")
+    if env:
+        return env
+    from platformdirs import user_data_path
+
+    return f"sqlite:///{user_data_path('todo-sessions') / 'sessions.db'}"
+
+
+def wall_clock_ms() -> int:
+    """The default clock of a store: Unix epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the SQLite file and create its journal beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+class StoreCore:
+    """Settings, lifecycle and the recorder of a `SessionStore` (see there)."""
+
+    def __init__(
+        self,
+        url: str | URL | os.PathLike[str] | None = None,
+        *,
+        strict: bool = False,
+        migrate: bool = True,
+        journal_mode: str = "WAL",
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        busy_timeout_ms: int = 5000,
+        pool_size: int = 5,
+        page_size: int = 1000,
+        clock: Callable[[], int] = wall_clock_ms,
+        read_only: bool | None = None,
+        listen_url: str | URL | None = None,
+        schema: str | None = None,
+        table_prefix: str | None = None,
+    ) -> None:
+        self._target: StoreURL = parse_url(url if url is not None else default_url())
+        self.namespace: Namespace = namespace_of(
+            self._target, schema=schema, table_prefix=table_prefix
+        )
+        """Where this store's tables are (`Namespace`: a schema, a table prefix, or the
+        default)."""
+        self._listen = parse_url(listen_url) if listen_url is not None else None
+        if self._listen is not None:
+            check_listen_target(self._listen)
+        if read_only is None:  # an existing SQLite file we may not write: read it read-only
+            path = self._target.path
+            read_only = path is not None and path.is_file() and not _writable(path)
+        self.read_only = read_only
+        self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
+        self.strict = strict
+        self._migrate = migrate
+        self._pool_size = pool_size
+        if page_size < 1:
+            raise ValueError("page_size must be >= 1")
+        self.page_size = page_size
+        self._clock = clock
+        self._recorder: BackendRecorder | None = None
+        self._store_id = ""
+        self._pending: dict[str, SessionHeader] = {}
+        self._checkers: dict[str, StructureChecker] = {}
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        """The database URL (password masked)."""
+        return self._target.render()
+
+    @property
+    def dialect(self) -> str:
+        return self._target.dialect
+
+    @property
+    def store_id(self) -> str:
+        """The database's random id (part of every revision token). Empty until opened."""
+        return self._store_id
+
+    async def open(self) -> Self:
+        """Connect, check (and by default migrate) the schema. Idempotent.
+
+        On PostgreSQL the store belongs to the event loop that opened it (its connections do):
+        using it from another loop raises `StoreError`. SQLite stores work from any loop."""
+        if self._recorder is not None:
+            self._check_loop()
+            return self
+        async with self._open_lock:
+            if self._closed:
+                raise RuntimeError("this SessionStore is closed")
+            if self._recorder is not None:
+                self._check_loop()
+                return self
+            recorder = open_recorder(
+                self._target,
+                sqlite=self._sqlite,
+                pool_size=self._pool_size,
+                listen=self._listen,
+                namespace=self.namespace,
+            )
+            try:
+                with translate_errors(f"opening {self.url}"):
+                    await recorder.open()
+                    store_id = await prepare_schema(
+                        recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
+                    )
+            except BaseException:
+                await recorder.close()
+                raise
+            self._store_id = store_id
+            self._loop: asyncio.AbstractEventLoop = asyncio.get_running_loop()
+            self._recorder = recorder
+            return self
+
+    async def aclose(self) -> None:
+        """Finish appends already handed to the database, then close every connection and
+        thread of the store. Pending (never appended) creates are forgotten."""
+        self._closed = True
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            await recorder.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _ready(self) -> BackendRecorder:
+        recorder = self._recorder
+        if recorder is None:
+            await self.open()
+            recorder = self._recorder
+            if recorder is None:  # closed while opening
+                raise RuntimeError("this SessionStore is closed")
+        else:
+            self._check_loop()
+        return recorder
+
+    async def _backend(self) -> BackendRecorder:
+        """The open recorder, with its maintenance hatch (`maintenance.run_maintenance`)."""
+        return await self._ready()
+
+    def _check_loop(self) -> None:
+        """A PostgreSQL pool's connections belong to the loop that made them: refuse another
+        loop with a clear error rather than the driver's RuntimeError deep inside a query."""
+        recorder = self._recorder
+        if (
+            recorder is not None
+            and recorder.loop_bound
+            and asyncio.get_running_loop() is not self._loop
+        ):
+            raise StoreError(
+                f"this SessionStore ({self.url}) was opened on another event loop; its "
+                "PostgreSQL connections belong to that loop. Use one store per event loop, or "
+                "todo_sessions.sync (SyncSessionStore, SyncSessionService) from code without one"
+            )
+
+    def _check_writable(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(f"cannot {what}: {self.url} is open read-only")
+
+    def _token(self, incarnation: str, revision: int) -> str:
+        return revision_token(self._store_id, incarnation, revision)
+
+    async def _call(self, what: str, operation: Callable[[Recorder], Awaitable[T]]) -> T:
+        """Run one operation of the recorder contract (``operation(recorder)``), its driver
+        errors translated as doing ``what``."""
+        recorder = await self._ready()
+        with translate_errors(what):
+            return await operation(recorder)
+
+    def _summary(self, r: Mapping[str, Any]) -> SessionSummary:
+        tags, metadata = r["tags"], r["metadata"]
+        try:
+            return SessionSummary(
+                id=r["id"],
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+                cwd=r["cwd"],
+                title=r["title"],
+                next_seq=r["next_seq"],
+                revision=self._token(r["incarnation"], r["revision"]),
+                parent=r["parent_session"],
+                tags=() if tags is None else tuple(decode_json(tags, strict=False)),
+                metadata={} if metadata is None else decode_json(metadata, strict=False),
+                open_todos=bool(r["open_todos"]),
+            )
+        except (ValueError, TypeError) as exc:
+            raise CorruptSessionError(r["id"], None, f"stored tags or metadata: {exc}") from None
+
+    def _skipped(self, session_id: str, skipped: list[str]) -> None:
+        for reason in skipped:
+            logger.warning(
+                "session %r: %s; passed over (run `todo-sessions verify`)", session_id, reason
+            )

@@ -1,0 +1,157 @@
+"""Reading a session: its events, header, revision, summary, counts and projections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.envelope import SessionEvent
+from ..core.header import SessionHeader, check_session_id
+from ..core.messages import Message
+from ..core.meta import add_usage
+from ..core.todos import TodoItem
+from ..errors import SessionNotFoundError
+from .base import StoreCore
+from .codec import header_from_row
+from .reads import check_from_seq
+from .results import SessionSummary, SessionUsage, StoredLog
+
+__all__ = ["Reading"]
+
+
+def _check_upto(upto_seq: int | None) -> None:
+    if upto_seq is not None and (type(upto_seq) is not int or upto_seq < 0):
+        raise ValueError(f"upto_seq must be a non-negative int, got {upto_seq!r}")
+
+
+class Reading(StoreCore):
+    """The read operations of `SessionStore`."""
+
+    async def _current_token(self, session_id: str) -> str:
+        row = await self._call(
+            f"reading session {session_id!r}", lambda r: r.find_session(session_id)
+        )
+        if row is not None:
+            return self._token(row["incarnation"], row["revision"])
+        if session_id in self._pending:
+            return self._token("", 0)
+        raise SessionNotFoundError(session_id)
+
+    async def _read_events(
+        self, session_id: str, from_seq: int, limit: int | None = None
+    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        check_session_id(session_id)
+        return await self._call(
+            f"reading session {session_id!r}",
+            lambda r: r.read_events(session_id, from_seq, limit),
+        )
+
+    async def read_from(
+        self, session_id: str, from_seq: int = 0, *, limit: int | None = None
+    ) -> list[SessionEvent]:
+        """The stored events with ``seq >= from_seq`` (at most ``limit``), exactly as stored."""
+        check_from_seq(from_seq)
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+        return (await self._read_events(session_id, from_seq, limit))[1]
+
+    async def read(self, session_id: str) -> StoredLog:
+        """Header, every event and the revision token, read in one transaction."""
+        row, events = await self._read_events(session_id, 0)
+        return StoredLog(
+            header_from_row(row), tuple(events), self._token(row["incarnation"], row["revision"])
+        )
+
+    async def _session(self, session_id: str) -> dict[str, Any]:
+        check_session_id(session_id)
+        return await self._call(
+            f"reading session {session_id!r}", lambda r: r.read_session(session_id)
+        )
+
+    async def header(self, session_id: str) -> SessionHeader:
+        """The stored header of a session."""
+        return header_from_row(await self._session(session_id))
+
+    async def revision(self, session_id: str) -> str:
+        """The current revision token of a stored session."""
+        row = await self._session(session_id)
+        return self._token(row["incarnation"], row["revision"])
+
+    async def summary(self, session_id: str) -> SessionSummary:
+        """The `list` entry of one session."""
+        check_session_id(session_id)
+        return self._summary(
+            await self._call(
+                f"reading session {session_id!r}", lambda r: r.read_summary(session_id)
+            )
+        )
+
+    async def count(self, session_id: str, *, type: str | None = None) -> int:
+        """How many events the session has (of one ``type``, through the type index)."""
+        check_session_id(session_id)
+        event_type = type
+        return await self._call(
+            f"counting events of session {session_id!r}",
+            lambda r: r.count_events(session_id, event_type),
+        )
+
+    async def current_todos(
+        self, session_id: str, *, upto_seq: int | None = None
+    ) -> list[TodoItem] | None:
+        """The todo list of the latest ``todo/write`` (as of ``upto_seq``), or None: one
+        indexed row read, whatever the session's length."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        return await self._call(
+            f"reading todos of session {session_id!r}",
+            lambda r: r.latest_todos(session_id, upto_seq),
+        )
+
+    async def latest_event(
+        self, session_id: str, *types: str, upto_seq: int | None = None
+    ) -> SessionEvent | None:
+        """The latest event of one of ``types`` (as of ``upto_seq``), or None: one indexed row
+        read per type, whatever the session's length. ``latest_event(id, "todo/write")`` is the
+        write `current_todos` reads; ``latest_event(id, "turn/start", "turn/end")`` tells
+        whether a turn is open."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        if not types or any(type(t) is not str for t in types):
+            raise ValueError(f"latest_event needs one or more event types (str), got {types!r}")
+        return await self._call(
+            f"reading the latest {'/'.join(types)} of session {session_id!r}",
+            lambda r: r.latest_event(session_id, types, upto_seq),
+        )
+
+    async def derive_messages(
+        self, session_id: str, *, upto_seq: int | None = None
+    ) -> list[Message]:
+        """The model's message history, read from surface rows only (as of ``upto_seq``)."""
+        _check_upto(upto_seq)
+        check_session_id(session_id)
+        found = await self._call(
+            f"reading messages of session {session_id!r}",
+            lambda r: r.read_surface_state(session_id, upto_seq),
+        )
+        self._skipped(session_id, found.skipped)
+        return found.state.surface.messages()
+
+    async def usage(self, session_id: str) -> SessionUsage:
+        """The ``usage`` objects of the session's ``assistant/message`` events added up, in
+        all and per turn (`SessionUsage`), read through the type index."""
+        check_session_id(session_id)
+        found = await self._call(
+            f"reading usage of session {session_id!r}", lambda r: r.usage_payloads(session_id)
+        )
+        total: dict[str, int | float] = {}
+        turns: dict[int, dict[str, int | float]] = {}
+        counted = 0
+        for _seq, data in found:
+            usage = data.get("usage") if isinstance(data, dict) else None
+            if not isinstance(usage, dict):
+                continue
+            counted += 1
+            add_usage(total, usage)
+            turn = data.get("turn")
+            if type(turn) is int:
+                add_usage(turns.setdefault(turn, {}), usage)
+        return SessionUsage(total, turns, counted)
