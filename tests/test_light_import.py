@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,3 +56,59 @@ def test_an_interrupt_while_the_command_line_loads_is_one_line(
     monkeypatch.setattr(sys, "argv", ["todo-sessions", "--debug", "list"])
     with pytest.raises(KeyboardInterrupt):
         _console.main()
+
+
+# -- the import graph: dependencies point downward ------------------------------------------------
+
+PACKAGE = Path(todo_sessions.__file__).parent
+
+# What each layer may import of the package (anything outside the package is not checked here).
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "core": ("core", "errors"),
+    "providers": ("providers", "core", "errors"),
+}
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The `todo_sessions` modules a source file imports (top level or inside functions), as
+    dotted names below the package: ``core.deltas``, ``errors``, ``agent.model`` ..."""
+    package = list(path.relative_to(PACKAGE).parts[:-1])  # the package the file is in
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("todo_sessions."):
+                    found.add(alias.name.removeprefix("todo_sessions."))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module and node.module.startswith("todo_sessions."):
+                    found.add(node.module.removeprefix("todo_sessions."))
+                continue
+            base = package[: len(package) - node.level + 1]
+            target = ".".join([*base, node.module] if node.module else base)
+            found.add(target)
+    return {name for name in found if name}
+
+
+def test_the_core_and_the_provider_formats_import_only_downward() -> None:
+    wrong: list[str] = []
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            for name in sorted(_package_imports(path)):
+                if name.split(".")[0] not in allowed:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports todo_sessions.{name}")
+    assert wrong == []
+
+
+def test_the_import_graph_check_reads_relative_imports() -> None:
+    assert _package_imports(PACKAGE / "providers" / "anthropic.py") >= {"core.deltas", "errors"}
+    assert "providers" in _package_imports(PACKAGE / "agent" / "adapters.py")
+
+
+def test_the_stream_values_keep_their_public_names() -> None:
+    from todo_sessions.agent import model
+    from todo_sessions.core import deltas
+
+    for name in ("Finish", "ModelDelta", "ReasoningDelta", "TextDelta", "ToolCallDelta"):
+        assert getattr(model, name) is getattr(deltas, name) is getattr(todo_sessions, name)
+    assert model.content_from_deltas is deltas.content_from_deltas
