@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,24 @@ def test_the_stream_values_keep_their_public_names() -> None:
     for name in ("Finish", "ModelDelta", "ReasoningDelta", "TextDelta", "ToolCallDelta"):
         assert getattr(model, name) is getattr(deltas, name) is getattr(todo_sessions, name)
     assert model.content_from_deltas is deltas.content_from_deltas
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_the_command_line_answers_version_and_help_without_loading_the_library(flag: str) -> None:
+    heavy = (*HEAVY[:-1], "asyncio", "todo_sessions.store", "todo_sessions.core.messages")
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules), "
+        "file=sys.stderr))\n"
+        "sys.argv[0] = 'todo-sessions'\n"
+        "from todo_sessions._console import main\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "[]\n"
+    if flag == "--version":
+        assert out.stdout == f"todo-sessions, version {todo_sessions.__version__}\n"
+        assert todo_sessions.__version__ == importlib.metadata.version("todo-sessions")
+    else:
+        assert "Commands:" in out.stdout and "migrate" in out.stdout
