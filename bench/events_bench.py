@@ -7,7 +7,8 @@ For each typical payload (~300 bytes of JSON) it times, side by side in one run:
 - build: ``SessionEvent(type, seq, time, data, ...)`` followed by ``validate_event`` (what an
   append runs) against ``json.dumps(data)``;
 - parse: ``SessionEvent.from_json(text)`` against ``json.loads(text)``, where ``text`` is the
-  event's wire line.
+  event's wire line: our canonical form (``to_json``), and the same event as other producers
+  write it (``json.dumps`` with its default spaces after separators, the keys in another order).
 
 The two sides of a pair run alternately, ``--rounds`` times; in each round each side runs
 through ``timeit`` for about ``--target-ms`` in total, in four slices interleaved with the other
@@ -147,6 +148,8 @@ def main(rounds: int, target_ms: float) -> None:
         event = SessionEvent(kind, 41, T0, data, **extra)
         validate_event(event)
         text = event.to_json()
+        spaced = json.dumps(dict(reversed(event.to_dict().items())), ensure_ascii=False)
+        assert SessionEvent.from_json(spaced) == event
 
         cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
             (
@@ -158,6 +161,11 @@ def main(rounds: int, target_ms: float) -> None:
                 "json.loads vs SessionEvent.from_json",
                 partial(json.loads, text),
                 partial(SessionEvent.from_json, text),
+            ),
+            (
+                "  same, json.dumps text (spaces)",
+                partial(json.loads, spaced),
+                partial(SessionEvent.from_json, spaced),
             ),
         ]
         for op, baseline, ours in cases:
