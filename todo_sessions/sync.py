@@ -159,9 +159,10 @@ def _iterator_annotation(annotation: Any, namespace: dict[str, Any]) -> tuple[An
     item = match.group(1).split(",")[0].strip()  # AsyncGenerator[X, None] yields X too
     written = f"Iterator[{item}]"
     try:
-        return written, Iterator[eval(item, namespace)]
+        resolved = eval(item, namespace)
     except Exception:  # a name only imported for type checkers: leave it a string
         return written, written
+    return written, Iterator[resolved]  # type: ignore[valid-type]
 
 
 def _twin(name: str, member: Any, owner: str, cls_name: str) -> Any:
