@@ -551,11 +551,12 @@ def _read_as_written(text: str, wire: dict[str, Any]) -> bool:
     return read >= 0 and read == text.count('":') - text.count(_ESCAPED_QUOTE_COLON)
 
 
-def _keys_read(value: dict[str, Any] | list[Any]) -> int:
+def _keys_read(value: Any) -> int:
     """How many object keys ``value`` holds at every depth; -1 if it holds a float past 2**63
     in size (orjson's reading of an integer past 64 bits, or a float: either way the strict
     path decides)."""
     count = len(value) if type(value) is dict else 0
+    item: Any
     for item in value.values() if type(value) is dict else value:
         kind = type(item)
         if kind is dict or kind is list:
