@@ -134,3 +134,29 @@ def test_the_command_line_answers_version_and_help_without_loading_the_library(f
         assert todo_sessions.__version__ == importlib.metadata.version("todo-sessions")
     else:
         assert "Commands:" in out.stdout and "migrate" in out.stdout
+
+
+def test_the_type_checkers_view_of_the_public_names_is_the_export_table() -> None:
+    """`todo_sessions._EXPORTS` is the one list; the ``if TYPE_CHECKING:`` imports repeat it for
+    type checkers (which cannot read a lazy table) and must name the same things."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    static: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names:
+            assert alias.asname == alias.name  # "X as X": an explicit re-export
+            static[alias.name] = f".{node.module}"
+    assert static == todo_sessions._LAZY
+    assert todo_sessions.__all__ == sorted([*todo_sessions._LAZY, "__version__"])
+
+
+def test_implementation_subpackages_export_nothing() -> None:
+    import importlib
+
+    for name in ("store", "core", "agent", "providers"):
+        assert importlib.import_module(f"todo_sessions.{name}").__all__ == [], name
