@@ -518,7 +518,8 @@ def _from_canonical_json(text: str | bytes, *, plain: bool = False) -> SessionEv
     event = SessionEvent._trusted(
         event_type, seq, time, data, data_json, op, seqs, "ignorable" in wire
     )
-    spaced = plain and '": ' in text  # likely not ours: skip re-encoding it first
+    # Our lines start so (`to_json`); other text is first read as plain JSON, not re-encoded.
+    spaced = plain and not text.startswith('{"type":"')
     if spaced and _read_as_written(text, wire):
         return event
     if event.to_json() == text.rstrip("\r\n"):
