@@ -774,3 +774,23 @@ def test_plain_json_keeps_every_refusal_and_every_integer(data: str) -> None:
     event = SessionEvent.from_json(line)
     assert event == strict and event.data_json == strict.data_json  # 2**64 stays an integer
     assert event.data_json == json.dumps(json.loads(data), separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type":"t","seq":0,"time":0,"data":"\\u00e9"}',
+        '{"type":"t","seq":0,"time":0,"data":{"a":1.0E2}}',
+        '{"type":"t","seq":0,"time":0,"data":{}, "ignorable":true}',
+    ],
+)
+def test_compact_lines_not_in_canonical_form_skip_the_strict_parser_too(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They start like ours, so the canonical comparison comes first; when it fails, the plain
+    reading (not the strict parser) takes them, with the strict path's event."""
+    calls = strict_calls(monkeypatch)
+    event = SessionEvent.from_json(line)
+    assert calls == []
+    assert event == SessionEvent._from_wire(decode_json(line), parsed=True)
+    assert event.to_json() != line
