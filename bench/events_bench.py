@@ -1,13 +1,14 @@
 """Cost of building and parsing one event against plain ``json`` (issue "cheap events").
 
-Run:  python bench/events_bench.py [--rounds 15] [--target-ms 20]
+Run:  python bench/events_bench.py [--rounds 15] [--target-ms 20] [--cpu]
 
 For each typical payload (~300 bytes of JSON) it times, side by side in one run:
 
 - build: ``SessionEvent(type, seq, time, data, ...)`` followed by ``validate_event`` (what an
   append runs) against ``json.dumps(data)``;
 - parse: ``SessionEvent.from_json(text)`` against ``json.loads(text)``, where ``text`` is the
-  event's wire line.
+  event's wire line: our canonical form (``to_json``), and the same event as other producers
+  write it (``json.dumps`` with its default spaces after separators, the keys in another order).
 
 The two sides of a pair run alternately, ``--rounds`` times; in each round each side runs
 through ``timeit`` for about ``--target-ms`` in total, in four slices interleaved with the other
@@ -22,6 +23,7 @@ import argparse
 import json
 import platform
 import statistics
+import time
 import timeit
 from collections.abc import Callable
 from functools import partial
@@ -33,6 +35,7 @@ from todo_sessions import SessionEvent, validate_event
 T0 = 1_764_000_000_000
 TARGET = 2.5
 SLICES = 4
+CLOCK: list[Callable[[], float]] = [time.perf_counter]  # --cpu: time.process_time
 
 
 def payloads() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
@@ -101,7 +104,7 @@ def build_and_validate(kind: str, data: Any, extra: dict[str, Any]) -> None:
 
 
 def calibrate(fn: Callable[[], Any], target_ms: float) -> int:
-    number, seconds = timeit.Timer(fn).autorange()
+    number, seconds = timeit.Timer(fn, timer=CLOCK[0]).autorange()
     return max(1, round(number * target_ms / 1000 / seconds))
 
 
@@ -115,7 +118,7 @@ def side_by_side(
     """
     n_base = max(1, calibrate(baseline, target_ms) // SLICES)
     n_ours = max(1, calibrate(ours, target_ms) // SLICES)
-    base_t, ours_t = timeit.Timer(baseline), timeit.Timer(ours)
+    base_t, ours_t = timeit.Timer(baseline, timer=CLOCK[0]), timeit.Timer(ours, timer=CLOCK[0])
     base: list[float] = []
     mine: list[float] = []
     for _ in range(rounds):
@@ -147,6 +150,8 @@ def main(rounds: int, target_ms: float) -> None:
         event = SessionEvent(kind, 41, T0, data, **extra)
         validate_event(event)
         text = event.to_json()
+        spaced = json.dumps(dict(reversed(event.to_dict().items())), ensure_ascii=False)
+        assert SessionEvent.from_json(spaced) == event
 
         cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
             (
@@ -158,6 +163,11 @@ def main(rounds: int, target_ms: float) -> None:
                 "json.loads vs SessionEvent.from_json",
                 partial(json.loads, text),
                 partial(SessionEvent.from_json, text),
+            ),
+            (
+                "  same, json.dumps text (spaces)",
+                partial(json.loads, spaced),
+                partial(SessionEvent.from_json, spaced),
             ),
         ]
         for op, baseline, ours in cases:
@@ -176,5 +186,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--target-ms", type=float, default=20.0)
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU clock instead of the wall clock (a busy machine)",
+    )
     args = parser.parse_args()
+    if args.cpu:
+        CLOCK[0] = time.process_time
     main(args.rounds, args.target_ms)

@@ -115,3 +115,97 @@ def test_every_error_class_is_named_in_the_readme() -> None:
 
     text = README.read_text()
     assert [name for name in errors.__all__ if f"`{name}`" not in text] == []
+
+
+# -- the names the docs use are the exported ones ------------------------------------------------
+
+ROOT = README.parent
+USER_DOCS = [README, *(ROOT / "docs" / f"{name}.md" for name in ("format", "providers", "web"))]
+"""What a user reads. docs/design.md also describes the internals (recorders, mappers, rows)
+by their own names; its dotted paths are checked, its bare names are not."""
+ALL_DOCS = [*USER_DOCS, ROOT / "docs" / "design.md"]
+DOCUMENTED_SUBPACKAGES = ("todo_sessions.acp", "todo_sessions.tools", "todo_sessions.web")
+
+
+def _package_classes() -> set[str]:
+    """Every public class and type alias defined at the top of a module of the package."""
+    import ast
+
+    found: set[str] = set()
+    for path in (ROOT / "todo_sessions").rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.add(node.name)
+    return found
+
+
+def _subpackage_exports() -> set[str]:
+    import importlib
+
+    names: set[str] = set()
+    for package in DOCUMENTED_SUBPACKAGES:
+        try:
+            names |= set(importlib.import_module(package).__all__)
+        except ImportError:  # an extra that is not installed
+            continue
+    return names
+
+
+def test_every_name_the_docs_import_is_exported() -> None:
+    import todo_sessions
+
+    imported: set[str] = set()
+    for doc in ALL_DOCS:
+        for found in re.finditer(r"from todo_sessions import ([^\n]+)", doc.read_text()):
+            imported |= {n.strip(" ()") for n in found.group(1).split(",") if n.strip(" ()")}
+    assert imported and sorted(imported - set(todo_sessions.__all__)) == []
+
+
+def test_every_class_the_user_docs_name_is_exported() -> None:
+    import todo_sessions
+
+    classes = _package_classes()
+    exported = set(todo_sessions.__all__) | _subpackage_exports()
+    named: dict[str, str] = {}
+    for doc in USER_DOCS:
+        for found in re.finditer(r"`([A-Z][A-Za-z0-9]*)(?:\([^`]*\))?`", doc.read_text()):
+            if found.group(1) in classes:
+                named.setdefault(found.group(1), doc.name)
+    assert len(named) > 20  # the check sees the docs' names
+    assert {name: doc for name, doc in named.items() if name not in exported} == {}
+
+
+def test_every_error_class_is_exported() -> None:
+    import todo_sessions
+    import todo_sessions.errors as errors
+
+    assert sorted(set(errors.__all__) - set(todo_sessions.__all__)) == []
+
+
+def test_every_dotted_path_in_the_docs_resolves() -> None:
+    """Modules and their attributes, that is; the names of the package's loggers are not."""
+    import importlib
+
+    loggers = {
+        found.group(1)
+        for path in (ROOT / "todo_sessions").rglob("*.py")
+        for found in re.finditer(r'getLogger\("([^"]+)"\)', path.read_text(encoding="utf-8"))
+    }
+    wrong: list[str] = []
+    for doc in ALL_DOCS:
+        for found in re.finditer(r"`(todo_sessions(?:\.[A-Za-z_][A-Za-z0-9_]*)+)", doc.read_text()):
+            if found.group(1) in loggers:
+                continue
+            parts = found.group(1).split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    value: object = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                try:
+                    for attribute in parts[cut:]:
+                        value = getattr(value, attribute)
+                except AttributeError:
+                    wrong.append(f"{doc.name}: {found.group(1)}")
+                break
+    assert wrong == []

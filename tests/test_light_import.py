@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
+import importlib.metadata
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,3 +57,106 @@ def test_an_interrupt_while_the_command_line_loads_is_one_line(
     monkeypatch.setattr(sys, "argv", ["todo-sessions", "--debug", "list"])
     with pytest.raises(KeyboardInterrupt):
         _console.main()
+
+
+# -- the import graph: dependencies point downward ------------------------------------------------
+
+PACKAGE = Path(todo_sessions.__file__).parent
+
+# What each layer may import of the package (anything outside the package is not checked here).
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "core": ("core", "errors"),
+    "providers": ("providers", "core", "errors"),
+}
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The `todo_sessions` modules a source file imports (top level or inside functions), as
+    dotted names below the package: ``core.deltas``, ``errors``, ``agent.model`` ..."""
+    package = list(path.relative_to(PACKAGE).parts[:-1])  # the package the file is in
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("todo_sessions."):
+                    found.add(alias.name.removeprefix("todo_sessions."))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module and node.module.startswith("todo_sessions."):
+                    found.add(node.module.removeprefix("todo_sessions."))
+                continue
+            base = package[: len(package) - node.level + 1]
+            target = ".".join([*base, node.module] if node.module else base)
+            found.add(target)
+    return {name for name in found if name}
+
+
+def test_the_core_and_the_provider_formats_import_only_downward() -> None:
+    wrong: list[str] = []
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            for name in sorted(_package_imports(path)):
+                if name.split(".")[0] not in allowed:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports todo_sessions.{name}")
+    assert wrong == []
+
+
+def test_the_import_graph_check_reads_relative_imports() -> None:
+    assert _package_imports(PACKAGE / "providers" / "anthropic.py") >= {"core.deltas", "errors"}
+    assert "providers" in _package_imports(PACKAGE / "agent" / "adapters.py")
+
+
+def test_the_stream_values_keep_their_public_names() -> None:
+    from todo_sessions.agent import model
+    from todo_sessions.core import deltas
+
+    for name in ("Finish", "ModelDelta", "ReasoningDelta", "TextDelta", "ToolCallDelta"):
+        assert getattr(model, name) is getattr(deltas, name) is getattr(todo_sessions, name)
+    assert model.content_from_deltas is deltas.content_from_deltas
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_the_command_line_answers_version_and_help_without_loading_the_library(flag: str) -> None:
+    heavy = (*HEAVY[:-1], "asyncio", "todo_sessions.store", "todo_sessions.core.messages")
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules), "
+        "file=sys.stderr))\n"
+        "sys.argv[0] = 'todo-sessions'\n"
+        "from todo_sessions._console import main\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "[]\n"
+    if flag == "--version":
+        assert out.stdout == f"todo-sessions, version {todo_sessions.__version__}\n"
+        assert todo_sessions.__version__ == importlib.metadata.version("todo-sessions")
+    else:
+        assert "Commands:" in out.stdout and "migrate" in out.stdout
+
+
+def test_the_type_checkers_view_of_the_public_names_is_the_export_table() -> None:
+    """`todo_sessions._EXPORTS` is the one list; the ``if TYPE_CHECKING:`` imports repeat it for
+    type checkers (which cannot read a lazy table) and must name the same things."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    static: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names:
+            assert alias.asname == alias.name  # "X as X": an explicit re-export
+            static[alias.name] = f".{node.module}"
+    assert static == todo_sessions._LAZY
+    assert todo_sessions.__all__ == sorted([*todo_sessions._LAZY, "__version__"])
+
+
+def test_implementation_subpackages_export_nothing() -> None:
+    import importlib
+
+    for name in ("store", "core", "agent", "providers"):
+        assert importlib.import_module(f"todo_sessions.{name}").__all__ == [], name

@@ -9,7 +9,6 @@ the traceback). Listing commands take ``--json`` for machine-readable output.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import errno
 import io
@@ -23,37 +22,89 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import aclosing, closing, contextmanager
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
-from .core.messages import Message, messages_adapter
-from .core.meta import tag_problem
-from .core.todos import TodoItem
-from .core.verify import Problem
+from . import __version__
 from .errors import (
     InvalidEventError,
     NamespaceError,
     SessionExistsError,
     TodoSessionsError,
 )
-from .integrity import VerifyReport, verify_all, verify_session
-from .jsonl import export_lines, import_lines
-from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
-from .store.engine import parse_url
-from .store.leases import LeaseHolder
-from .store.migrate import migrate as run_migrate
-from .store.migrate import namespace_of
-from .store.results import CheckpointInfo, SessionSummary, StoredLog
-from .store.store import SessionStore, default_url, wall_clock_ms
+
+# The library and rich load when a command runs, not for ``--help`` or ``--version`` (which
+# then take a fraction of the time): `_load_the_library` puts these names in the module's
+# globals, once; type checkers read them here.
+if TYPE_CHECKING:
+    import asyncio
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+    from rich.text import Text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from .core.messages import Message, messages_adapter
+    from .core.meta import tag_problem
+    from .core.todos import TodoItem
+    from .core.verify import Problem
+    from .integrity import VerifyReport, verify_all, verify_session
+    from .jsonl import export_lines, import_lines
+    from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
+    from .store.engine import parse_url
+    from .store.leases import LeaseHolder
+    from .store.migrate import migrate as run_migrate
+    from .store.migrate import namespace_of
+    from .store.results import CheckpointInfo, SessionSummary, StoredLog
+    from .store.store import SessionStore, default_url, wall_clock_ms
+
+
+def _load_the_library() -> None:
+    """Import what the commands use (the names above) into this module. Idempotent, cheap
+    after the first call."""
+    if "SessionStore" in globals():
+        return
+    global asyncio, Console, escape, BarColumn, MofNCompleteColumn, Progress, TextColumn
+    global TimeElapsedColumn, Table, Text, make_url, ArgumentError, Message, messages_adapter
+    global tag_problem, TodoItem, Problem, VerifyReport, verify_all, verify_session, export_lines
+    global import_lines, Timeline, render_messages, render_timeline, render_todo_list, safe
+    global parse_url, LeaseHolder, run_migrate, namespace_of, CheckpointInfo, SessionSummary
+    global StoredLog, SessionStore, default_url, wall_clock_ms
+    import asyncio
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+    from rich.text import Text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from .core.messages import Message, messages_adapter
+    from .core.meta import tag_problem
+    from .core.todos import TodoItem
+    from .core.verify import Problem
+    from .integrity import VerifyReport, verify_all, verify_session
+    from .jsonl import export_lines, import_lines
+    from .render import (
+        Timeline,
+        render_messages,
+        render_timeline,
+        render_todo_list,
+        safe,
+    )
+    from .store.engine import parse_url
+    from .store.leases import LeaseHolder
+    from .store.migrate import migrate as run_migrate
+    from .store.migrate import namespace_of
+    from .store.results import CheckpointInfo, SessionSummary, StoredLog
+    from .store.store import SessionStore, default_url, wall_clock_ms
+
 
 T = TypeVar("T")
 
@@ -123,6 +174,7 @@ def check_db(value: str, source: str = "--db") -> str:
     ends), ``postgresql://…/dbname`` naming its database (libpq's defaults would otherwise pick
     one), or a plain path that looks like one (a ``/`` or an SQLite suffix), so that a typo such
     as ``sqlite:/x`` never becomes a file of that name."""
+    _load_the_library()
     text = value
     shown = _PASSWORD.sub(r"\1***@", text)
 
@@ -290,6 +342,7 @@ class _Moment(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        _load_the_library()
         text = str(value).strip()
         ago = _AGO.match(text)
         if ago is not None:
@@ -385,6 +438,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            _load_the_library()  # a command runs (--help and --version ended before)
             return super().invoke(ctx)
         except UsageError:
             raise
@@ -423,7 +477,7 @@ class _Group(click.Group):
     help=TABLE_PREFIX_HELP,
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-@click.version_option(package_name="todo-sessions")
+@click.version_option(__version__)
 @click.pass_context
 def main(
     click_ctx: click.Context,

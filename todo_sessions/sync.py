@@ -17,8 +17,12 @@ PostgreSQL pool's connections always belong to the loop that made them (calling
         for event in store.stream("s1"):
             ...
 
-Every method has the signature and errors of its async namesake. Iterators (`stream`,
-`follow`) fetch events in batches, so iterating costs about one thread hop per batch.
+Every public method of `SessionStore` has a blocking twin here with the same name, parameters,
+docstring and errors: the twins are generated from the async class (`_twins`), so a method or
+parameter added there is here too. Async iterators (`stream`, `follow`, `session_ids`) become
+blocking iterators that fetch in batches, so iterating costs about one thread hop per batch
+(`follow` hands each event over as soon as it is read). `open` has no twin (the constructor
+opens the store) and `aclose` is `close`.
 
 `SyncSessionService` is `SessionService` the same way, on the loop thread of its store::
 
@@ -37,30 +41,31 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
+import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from sqlalchemy.engine import URL
 
-from .core.envelope import SessionEvent
-from .core.header import SessionHeader
-from .core.messages import Message
-from .core.todos import TodoItem
 from .service import SessionService
-from .session import Session
 from .store.namespace import Namespace
-from .store.results import SessionSummary, StoredLog
 from .store.store import SessionStore
 
 __all__ = ["SyncSessionService", "SyncSessionStore"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
+C = TypeVar("C", bound=type)
 
 _BATCH = 500
+
+# Async iterators that wait for what comes next: their twins hand each item over as soon as it
+# is read instead of filling a batch first.
+_LIVE_ITERATORS = frozenset({"follow"})
 
 
 class _LoopThread:
@@ -89,6 +94,20 @@ class _LoopThread:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result()
 
+    def iterate(self, items: AsyncIterator[T], batch: int) -> Iterator[T]:
+        """``items`` as a blocking iterator, ``batch`` items per thread hop; closing it (or
+        leaving a ``for`` loop early) closes ``items`` on the loop."""
+        try:
+            while True:
+                got = self.call(_take(items, batch))
+                yield from got
+                if len(got) < batch:  # the async iterator ended
+                    return
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None and not self.loop.is_closed():
+                self.call(aclose())
+
     def stop(self) -> None:
         if self.loop.is_closed():
             return
@@ -97,28 +116,132 @@ class _LoopThread:
         self.loop.close()
 
 
-async def _take(events: AsyncIterator[SessionEvent], count: int) -> list[SessionEvent]:
-    batch: list[SessionEvent] = []
-    async for event in events:
-        batch.append(event)
+async def _take(items: AsyncIterator[T], count: int) -> list[T]:
+    batch: list[T] = []
+    async for item in items:
+        batch.append(item)
         if len(batch) >= count:
             break
     return batch
 
 
-def _blocking_store(
-    method: Callable[Concatenate[SessionStore, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[SyncSessionStore, P], T]:
-    """A `SessionStore` coroutine method as a blocking `SyncSessionStore` method (same
-    signature, docs and errors), run on the store's loop."""
+async def _now(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    return fn(*args, **kwargs)
 
-    @functools.wraps(method)
-    def call(self: SyncSessionStore, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._thread.call(method(self._store, *args, **kwargs))
 
+# -- the twins: generated from the async classes ------------------------------------------------
+
+
+def _public_members(cls: type) -> dict[str, Any]:
+    """The public methods (plain, coroutine, async generator) and properties of ``cls`` and
+    its bases, as defined (not bound)."""
+    found: dict[str, Any] = {}
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        member = inspect.getattr_static(cls, name)
+        if isinstance(member, property) or inspect.isfunction(member):
+            found[name] = member
+    return found
+
+
+_ASYNC_ITERATOR = re.compile(r"(?:typing\.|collections\.abc\.)?Async(?:Iterator|Generator)\[(.*)\]")
+
+
+def _iterator_annotation(annotation: Any, namespace: dict[str, Any]) -> tuple[Any, Any]:
+    """An async iterator's return annotation as the blocking iterator's: for the signature
+    (a string, as written) and for `typing.get_type_hints` (resolved where it can be)."""
+    if not isinstance(annotation, str):
+        return annotation, annotation
+    match = _ASYNC_ITERATOR.fullmatch(annotation)
+    if match is None:
+        return annotation, annotation
+    item = match.group(1).split(",")[0].strip()  # AsyncGenerator[X, None] yields X too
+    written = f"Iterator[{item}]"
+    try:
+        resolved = eval(item, namespace)
+    except Exception:  # a name only imported for type checkers: leave it a string
+        return written, written
+    return written, Iterator[resolved]  # type: ignore[valid-type]
+
+
+def _twin(name: str, member: Any, owner: str, cls_name: str) -> Any:
+    """The blocking twin of one public member of an async class, for a sync class whose
+    attribute ``owner`` holds the async object and ``_thread`` its `_LoopThread`.
+
+    Coroutine methods run on the loop; async generators become blocking iterators; plain
+    methods run on the loop too (they read state the loop's tasks change); properties read
+    through. The twin keeps the name, docstring, parameters and annotations."""
+    if isinstance(member, property):
+
+        def read(self: Any) -> Any:
+            return getattr(getattr(self, owner), name)
+
+        return property(read, doc=member.__doc__)
+
+    signature = inspect.signature(member)
+    annotations = dict(member.__annotations__)
+    if inspect.iscoroutinefunction(member):
+
+        def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return self._thread.call(getattr(getattr(self, owner), name)(*args, **kwargs))
+
+    elif inspect.isasyncgenfunction(member):
+        batch = 1 if name in _LIVE_ITERATORS else _BATCH
+
+        def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+            items = getattr(getattr(self, owner), name)(*args, **kwargs)
+            return self._thread.iterate(items, batch)
+
+        written, resolved = _iterator_annotation(signature.return_annotation, member.__globals__)
+        signature = signature.replace(return_annotation=written)
+        annotations["return"] = resolved
+    else:
+
+        def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return self._thread.call(_now(getattr(getattr(self, owner), name), *args, **kwargs))
+
+    call.__name__ = name
+    call.__qualname__ = f"{cls_name}.{name}"
+    call.__doc__ = member.__doc__ or f"`{member.__qualname__}`, blocking."
+    call.__module__ = __name__
+    call.__annotations__ = annotations
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    call.__wrapped__ = member  # type: ignore[attr-defined]  # its module resolves the hints
     return call
 
 
+def _twins(
+    async_cls: type,
+    owner: str,
+    *,
+    not_here: dict[str, str],
+    also: dict[str, tuple[type, str]] | None = None,
+) -> Callable[[C], C]:
+    """A class decorator giving the sync class a twin of every public member of ``async_cls``
+    it does not define itself. ``not_here`` names members left out on purpose (with why);
+    ``also`` adds twins of other classes' members: name → (class, owner attribute)."""
+
+    def decorate(cls: C) -> C:
+        wanted = [(n, m, owner) for n, m in _public_members(async_cls).items() if n not in not_here]
+        for name, (other, via) in (also or {}).items():
+            wanted.append((name, _public_members(other)[name], via))
+        for name, member, via in wanted:
+            if name not in cls.__dict__:
+                setattr(cls, name, _twin(name, member, via, cls.__name__))
+        return cls
+
+    return decorate
+
+
+# -- the classes ----------------------------------------------------------------------------------
+
+
+@_twins(
+    SessionStore,
+    "_store",
+    not_here={"open": "the constructor opens the store", "aclose": "`close`"},
+)
 class SyncSessionStore:
     """`SessionStore` for blocking code. Takes the same arguments; see the module docstring.
 
@@ -141,16 +264,12 @@ class SyncSessionStore:
         return self._store
 
     @property
-    def url(self) -> str:
-        return self._store.url
-
-    @property
     def namespace(self) -> Namespace:
         """Where the store's tables are (``schema=`` / ``table_prefix=``, or the default)."""
         return self._store.namespace
 
     def close(self) -> None:
-        """Close the store and stop its loop thread. Idempotent."""
+        """Close the store and stop its loop thread (`SessionStore.aclose`). Idempotent."""
         if self._thread.loop.is_closed():
             return
         try:
@@ -169,113 +288,9 @@ class SyncSessionStore:
     ) -> None:
         self.close()
 
-    def _call(self, method: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._thread.call(method(*args, **kwargs))
+    if TYPE_CHECKING:  # the generated twins, for type checkers: SessionStore's, blocking
 
-    # -- the store's methods, one for one --------------------------------------------------------
-
-    def create(self, header: SessionHeader) -> None:
-        self._call(self._store.create, header)
-
-    def append(self, session_id: str, events: Iterable[Any]) -> str:
-        return self._call(self._store.append, session_id, list(events))
-
-    def delete(self, session_id: str) -> None:
-        self._call(self._store.delete, session_id)
-
-    def read(self, session_id: str) -> StoredLog:
-        return self._call(self._store.read, session_id)
-
-    def read_from(
-        self, session_id: str, from_seq: int = 0, *, limit: int | None = None
-    ) -> list[SessionEvent]:
-        return self._call(self._store.read_from, session_id, from_seq, limit=limit)
-
-    def header(self, session_id: str) -> SessionHeader:
-        return self._call(self._store.header, session_id)
-
-    def revision(self, session_id: str) -> str:
-        return self._call(self._store.revision, session_id)
-
-    def summary(self, session_id: str) -> SessionSummary:
-        return self._call(self._store.summary, session_id)
-
-    def count(self, session_id: str, *, type: str | None = None) -> int:
-        return self._call(self._store.count, session_id, type=type)
-
-    def current_todos(
-        self, session_id: str, *, upto_seq: int | None = None
-    ) -> list[TodoItem] | None:
-        return self._call(self._store.current_todos, session_id, upto_seq=upto_seq)
-
-    def latest_event(
-        self, session_id: str, *types: str, upto_seq: int | None = None
-    ) -> SessionEvent | None:
-        return self._call(self._store.latest_event, session_id, *types, upto_seq=upto_seq)
-
-    def derive_messages(self, session_id: str, *, upto_seq: int | None = None) -> list[Message]:
-        return self._call(self._store.derive_messages, session_id, upto_seq=upto_seq)
-
-    def inspect(self, session_id: str) -> StoredLog:
-        return self._call(self._store.inspect, session_id)
-
-    def load(self, session_id: str) -> StoredLog:
-        return self._call(self._store.load, session_id)
-
-    def fork(
-        self,
-        source_id: str,
-        boundary: int | None = None,
-        child_id: str | None = None,
-        *,
-        title: str | None = None,
-    ) -> StoredLog:
-        return self._call(self._store.fork, source_id, boundary, child_id, title=title)
-
-    def check_database(self) -> list[str]:
-        return self._call(self._store.check_database)
-
-    def stream(
-        self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
-    ) -> Iterator[SessionEvent]:
-        return self._iterate(self._store.stream(session_id, from_seq, page_size=page_size))
-
-    def follow(
-        self,
-        session_id: str,
-        from_seq: int = 0,
-        *,
-        poll_interval: float = 0.05,
-        page_size: int | None = None,
-    ) -> Iterator[SessionEvent]:
-        """Like `SessionStore.follow`; each new event is handed over as soon as it is read."""
-        events = self._store.follow(
-            session_id, from_seq, poll_interval=poll_interval, page_size=page_size
-        )
-        return self._iterate(events, batch=1)
-
-    def session_ids(self, *, source: Literal["sessions", "events"] = "sessions") -> Iterator[str]:
-        ids: AsyncIterator[Any] = self._store.session_ids(source=source)
-        return self._iterate(ids)
-
-    list = _blocking_store(SessionStore.list)
-    usage = _blocking_store(SessionStore.usage)
-    update_meta = _blocking_store(SessionStore.update_meta)
-    checkpoints = _blocking_store(SessionStore.checkpoints)
-    delete_checkpoints = _blocking_store(SessionStore.delete_checkpoints)
-    lease_holders = _blocking_store(SessionStore.lease_holders)
-
-    def _iterate(self, events: AsyncIterator[Any], *, batch: int = _BATCH) -> Iterator[Any]:
-        try:
-            while True:
-                got = self._thread.call(_take(events, batch))
-                yield from got
-                if len(got) < batch:  # the async iterator ended
-                    return
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None and not self._thread.loop.is_closed():
-                self._thread.call(aclose())
+        def __getattr__(self, name: str) -> Any: ...
 
 
 async def _make_store(url: Any, options: dict[str, Any]) -> SessionStore:
@@ -286,23 +301,12 @@ async def _make_service(store: SessionStore, options: dict[str, Any]) -> Session
     return SessionService(store, **options)  # made on the loop it will live on
 
 
-async def _now(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    return fn(*args, **kwargs)
-
-
-def _blocking(
-    method: Callable[Concatenate[SessionService, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[SyncSessionService, P], T]:
-    """A `SessionService` coroutine method as a blocking `SyncSessionService` method (same
-    signature, docs and errors), run on the service's loop."""
-
-    @functools.wraps(method)
-    def call(self: SyncSessionService, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._thread.call(method(self._service, *args, **kwargs))
-
-    return call
-
-
+@_twins(
+    SessionService,
+    "_service",
+    not_here={"aclose": "`close` without a session id"},
+    also={"follow": (SessionStore, "_async_store")},
+)
 class SyncSessionService:
     """`SessionService` for blocking code, on the private loop thread of a `SyncSessionStore`.
 
@@ -312,10 +316,12 @@ class SyncSessionService:
     ``schema`` / ``table_prefix`` (its namespace; a URL's ``?schema=`` / ``?table_prefix=`` work
     too); ``options`` are `SessionService`'s (``strict``, ``leases``, ``flush_interval`` ...).
 
-    The methods are `SessionService`'s, blocking: `new`, `resume`, `fork`, `get`, `flush`,
-    `checkpoint`, `close` (one session; without an id the whole service, like
-    `SessionService.aclose`), `discard`, `live_ids`, `pending`, plus `follow` (a blocking
-    iterator, as `SyncSessionStore.follow`). See the module docstring about threads.
+    Every public method of `SessionService` is here, blocking and generated from it as
+    `SyncSessionStore`'s are (`new`, `resume`, `fork`, `get`, `flush`, `checkpoint`,
+    `discard`, `live_ids`, `pending` ...), with two differences: `close` without a session id
+    closes the whole service (`SessionService.aclose`), and `checkpoint_for` gives a blocking
+    callback. `follow` is `SessionStore.follow` as a blocking iterator, on the service's store.
+    See the module docstring about threads.
     """
 
     def __init__(
@@ -354,44 +360,16 @@ class SyncSessionService:
         return self._store
 
     @property
+    def _async_store(self) -> SessionStore:
+        return self._service.store
+
+    @property
     def last_flush_error(self) -> BaseException | None:
         return self._service.last_flush_error
-
-    new = _blocking(SessionService.new)
-    resume = _blocking(SessionService.resume)
-    fork = _blocking(SessionService.fork)
-    flush = _blocking(SessionService.flush)
-    checkpoint = _blocking(SessionService.checkpoint)
-    discard = _blocking(SessionService.discard)
-
-    def get(self, session_id: str) -> Session:
-        """The live session ``session_id`` (`SessionNotFoundError` if it is not live here)."""
-        return self._thread.call(_now(self._service.get, session_id))
-
-    def live_ids(self) -> list[str]:
-        return self._thread.call(_now(self._service.live_ids))
-
-    def pending(self, session_id: str) -> int:
-        """How many events of a live session are not stored yet."""
-        return self._thread.call(_now(self._service.pending, session_id))
 
     def checkpoint_for(self, session_id: str) -> Callable[[str], None]:
         """A blocking checkpoint callback for one live session."""
         return functools.partial(self.checkpoint, session_id)
-
-    def follow(
-        self,
-        session_id: str,
-        from_seq: int = 0,
-        *,
-        poll_interval: float = 0.05,
-        page_size: int | None = None,
-    ) -> Iterator[SessionEvent]:
-        """The stored events of ``session_id`` from ``from_seq``, then each new one as it is
-        stored (by this service's flushes or any other writer); see `SessionStore.follow`."""
-        return self._store.follow(
-            session_id, from_seq, poll_interval=poll_interval, page_size=page_size
-        )
 
     def close(self, session_id: str | None = None) -> None:
         """With a ``session_id``: flush that live session and stop owning it
@@ -417,3 +395,7 @@ class SyncSessionService:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    if TYPE_CHECKING:  # the generated twins, for type checkers: SessionService's, blocking
+
+        def __getattr__(self, name: str) -> Any: ...

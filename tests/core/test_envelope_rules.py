@@ -552,7 +552,10 @@ def test_lines_the_strict_path_refuses(line: str) -> None:
 def test_other_lines_come_out_canonical(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = strict_calls(monkeypatch)
     event = SessionEvent.from_json(line)
-    assert calls == [line]
+    # Plain JSON from other producers is read by orjson when that reading is the strict one
+    # (`_read_as_written`); otherwise by the strict parser. Either way, the strict event.
+    assert calls in ([], [line])
+    assert event == SessionEvent._from_wire(decode_json(line), parsed=True)
     again = SessionEvent.from_json(event.to_json())
     assert again == event and again.to_json() == event.to_json()
     assert event.to_dict() == json.loads(line)
@@ -711,3 +714,83 @@ def test_surface_replace_is_slotted() -> None:
     assert not hasattr(replace, "__dict__")
     with pytest.raises((AttributeError, TypeError)):
         replace.extra = 1  # type: ignore[attr-defined]
+
+
+# -- plain JSON from other producers (json.dumps with its spaces) --------------------------------
+
+
+def test_plain_json_of_other_producers_is_read_fast_and_as_the_strict_path_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = strict_calls(monkeypatch)
+    events = [
+        SessionEvent("t", 3, 5, {"z": [1, 2.5, "é", None, True], "say": 'a "quoted": word'}),
+        SessionEvent(
+            "t", 4, 5, {"k": {"k": {}}}, surface_op={"op": "replace", "start": 0, "end": 2}
+        ),
+        SessionEvent("t", 5, 5, [18446744073709551615, -(2**63)], source_event_seqs=[1, 2]),
+        SessionEvent("t", 6, 5, {"x": ["a", "b"]}, ignorable=True),
+    ]
+    for event in events:
+        for text in (json.dumps(event.to_dict()), json.dumps(event.to_dict(), indent=1)):
+            assert SessionEvent.from_json(text) == event
+            assert SessionEvent.from_json(text).to_json() == event.to_json()
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"a": 1, "a": 2}',
+        '{"a" : 1, "a": 2}',
+        '{"a":\n1, "a": 2}',
+        '{"a\\\\": 1, "a\\\\": 2}',
+        '{"a\\"": 1, "a\\"": 2}',
+        '{"a": 1, "b": "\\u003a", "a": 2}',
+        '{"k": ":v", "k": 1}',
+        '{"k": {"x": 1, "x": 1}}',
+        '{":starts with a colon": ":", "ok": [1, 2]}',
+        "[18446744073709551616]",
+        "[-9223372036854775809]",
+        "[1e999]",
+        "[-0.0]",
+        "[NaN]",
+        '["\\ud800"]',
+    ],
+)
+def test_plain_json_keeps_every_refusal_and_every_integer(data: str) -> None:
+    line = '{"type": "t", "seq": 0, "time": 0, "data": ' + data + "}"
+    try:
+        wire = envelope.decode_json(line)
+    except Exception as exc:
+        error = refused(lambda: SessionEvent.from_json(line))
+        assert str(error) == f"event is not valid lossless JSON: {exc}"
+        return
+    try:
+        strict = SessionEvent._from_wire(wire, parsed=True)
+    except InvalidEventError as exc:
+        assert full(refused(lambda: SessionEvent.from_json(line))) == full(exc)
+        return
+    event = SessionEvent.from_json(line)
+    assert event == strict and event.data_json == strict.data_json  # 2**64 stays an integer
+    assert event.data_json == json.dumps(json.loads(data), separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type":"t","seq":0,"time":0,"data":"\\u00e9"}',
+        '{"type":"t","seq":0,"time":0,"data":{"a":1.0E2}}',
+        '{"type":"t","seq":0,"time":0,"data":{}, "ignorable":true}',
+    ],
+)
+def test_compact_lines_not_in_canonical_form_skip_the_strict_parser_too(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They start like ours, so the canonical comparison comes first; when it fails, the plain
+    reading (not the strict parser) takes them, with the strict path's event."""
+    calls = strict_calls(monkeypatch)
+    event = SessionEvent.from_json(line)
+    assert calls == []
+    assert event == SessionEvent._from_wire(decode_json(line), parsed=True)
+    assert event.to_json() != line

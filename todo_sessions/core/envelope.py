@@ -10,6 +10,7 @@ through the log is byte-exact. ``event.data`` is a deep frozen view of that payl
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -398,7 +399,7 @@ class SessionEvent:
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionEvent:
         """Parse one wire JSON event; raises `InvalidEventError`, never a raw parser error."""
-        fast = _from_canonical_json(text)
+        fast = _from_canonical_json(text, plain=True)
         if fast is not None:
             return fast
         try:
@@ -462,8 +463,9 @@ immutable and entries never change, so the check need not run twice)."""
 _encode_str = json.encoder.encode_basestring  # the C string encoder, as ensure_ascii=False uses
 
 
-def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
-    """The fast path of `SessionEvent.from_json` for lines in our own canonical form.
+def _from_canonical_json(text: str | bytes, *, plain: bool = False) -> SessionEvent | None:
+    """The fast path of `SessionEvent.from_json` for lines in our own canonical form (and, with
+    ``plain``, for other producers' plain JSON text: see `_read_as_written`).
 
     It parses with orjson (which refuses NaN, Infinity, 1e999 and lone surrogates, but keeps the
     last of duplicate keys and turns ints past 64 bits into floats) and accepts the result only
@@ -516,8 +518,61 @@ def _from_canonical_json(text: str | bytes) -> SessionEvent | None:
     event = SessionEvent._trusted(
         event_type, seq, time, data, data_json, op, seqs, "ignorable" in wire
     )
-    return event if event.to_json() == text.rstrip("\r\n") else None
+    # Our lines start so (`to_json`); other text is first read as plain JSON, not re-encoded.
+    spaced = plain and not text.startswith('{"type":"')
+    if spaced and _read_as_written(text, wire):
+        return event
+    if event.to_json() == text.rstrip("\r\n"):
+        return event
+    return event if plain and not spaced and _read_as_written(text, wire) else None
 
 
+def _read_as_written(text: str, wire: dict[str, Any]) -> bool:
+    r"""Whether orjson read ``text`` (any spacing, key order, escapes, number forms) as the
+    strict parser does. They differ in two ways only: orjson keeps the last of duplicate keys
+    and makes integers past 64 bits floats. Everything else the strict path refuses, orjson
+    refuses too (NaN, Infinity, 1e999, lone surrogates, control characters, bad syntax) or
+    `canonical_fast` declines (-0.0, deep nesting), and the strict path then names it.
+
+    Duplicate keys: outside strings, every key ends with a quote and then its colon; inside
+    a string a quote is always escaped (``\"``). So when no string has an escaped backslash
+    before a quote (no ``\\"`` in the text) and no key has space before its colon, the count
+    of ``":`` less the count of ``\":`` is the number of keys written (plus strings that
+    start with a colon, which only make it larger): equal to the number of keys read means
+    none was repeated. Anything else returns False (the strict path reads it): a slower
+    reading, never a different one.
+    """
+    if _ESCAPED_BACKSLASH_QUOTE in text:
+        return False
+    if ('" ' in text or '"\t' in text or '"\n' in text or '"\r' in text) and _SPACED_COLON.search(
+        text
+    ):
+        return False
+    read = _keys_read(wire)
+    return read >= 0 and read == text.count('":') - text.count(_ESCAPED_QUOTE_COLON)
+
+
+def _keys_read(value: Any) -> int:
+    """How many object keys ``value`` holds at every depth; -1 if it holds a float past 2**63
+    in size (orjson's reading of an integer past 64 bits, or a float: either way the strict
+    path decides)."""
+    count = len(value) if type(value) is dict else 0
+    item: Any
+    for item in value.values() if type(value) is dict else value:
+        kind = type(item)
+        if kind is dict or kind is list:
+            inner = _keys_read(item)
+            if inner < 0:
+                return -1
+            count += inner
+        elif kind is float and not -_BIG_FLOAT < item < _BIG_FLOAT:
+            return -1
+    return count
+
+
+_ESCAPED_BACKSLASH_QUOTE = '\\\\"'  # \\" : a backslash, escaped, then a quote
+_ESCAPED_QUOTE_COLON = '\\":'  # \": an escaped quote inside a string, then a colon
+_SPACED_COLON = re.compile(r'"[ \t\r\n]+:')
+_BIG_FLOAT = 2.0**63
 _MISSING = object()
 _loads = orjson.loads

@@ -6,5 +6,8 @@
 
 Each module has ``to_request(messages, *, model, system, tools, ...)`` giving the SDK's
 request params as plain dicts, ``parse_response(dict)`` and a stream decoder (``feed(event)``,
-``end()``) giving the agent loop's deltas. Pure: no SDK import, no I/O. See docs/providers.md.
+``end()``) giving the agent loop's deltas (`todo_sessions.core.deltas`, which the agent imports
+too: the formats never import the agent). Pure: no SDK import, no I/O. See docs/providers.md.
 """
+
+__all__: list[str] = []  # the formats are the modules above; the package itself exports nothing

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..agent.model import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
+from ..core.deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
 from ..errors import ProviderResponseError
 from ._common import (

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..agent.model import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
+from ..core.deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import ImageBlock, Message, ReasoningBlock, TextBlock
 from ..errors import ProviderResponseError
 from ._common import (
