@@ -21,6 +21,7 @@ from typing import Any
 
 from todo_sessions import InvalidEventError, Session, SessionEvent, StructureError
 from todo_sessions.acp.mapping import todos_to_plan, update_to_wire
+from todo_sessions.core.catalog import validate_event
 from todo_sessions.core.header import SessionHeader
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import fold_surface
@@ -59,6 +60,11 @@ def _rows(name: str) -> Iterator[dict[str, Any]]:
 @cache
 def logs() -> tuple[dict[str, Any], ...]:
     return tuple(_rows("logs.jsonl"))
+
+
+@cache
+def _by_id() -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in logs()}
 
 
 @cache
@@ -159,6 +165,9 @@ def classify(exc: Exception) -> str:
 
 def _todo_code(text: str) -> str:
     for needle, code in (
+        ("valid list", "todo:not-list"),
+        ("valid dictionary", "todo:item"),
+        ("content: Input should be a valid string", "todo:content"),
         ("must be a list", "todo:not-list"),
         ("duplicate", "todo:dup"),
         ("status", "todo:status"),
@@ -364,6 +373,13 @@ def _closer_shape(event: SessionEvent) -> dict[str, Any]:
 
 
 def ours(row: Mapping[str, Any]) -> Outcome:
+    """Our outcome for one log (computed once per log and process)."""
+    return _ours(row["id"])
+
+
+@cache
+def _ours(log_id: str) -> Outcome:
+    row = _by_id()[log_id]
     events, verdict = parse_log(row)
     if events is None:
         return Outcome(verdict)
@@ -492,3 +508,108 @@ if __name__ == "__main__":
     for d in differences:
         print(f"{d.id} [{rows[d.id]['label']}] {d.kind}: {d.detail}")
     print(f"{len(differences)} unjudged differences", file=sys.stderr)
+
+
+# -- spec cases --------------------------------------------------------------------------------
+
+SPEC_DELIBERATE = frozenset(
+    {
+        # README, "Spec cases where todo-sessions deliberately differs"
+        "surface:sources-reject-a-non-contiguous-event-seq",
+        "session:old-request-header",
+        "session:malformed-request-header",
+        "session:reasoning-effort-''",
+        "session:reasoning-effort-1",
+        *(f"session:adapter-defaults-{n}" for n in range(5)),
+        "repair:closed-step",
+        "repair:orphan-call",
+        "repair:not-started",
+        "invariant:end-seed-inside",
+        "invariant:end-seed-then-end",
+        "todo:append",
+        "todo:parallel",
+        "todo:present-call",
+        "todo:rejects-unknown-item-keys",
+        "wording:model-visible-error",
+        "wording:duplicate-before-empty",
+        "todoinv:reject-5",
+        # judged as the reference's quirks, or cosmetic
+        "session:plugin-null-data",
+        "invariant:plugin-marker",
+        "session:append-dense-arrays",
+        "wording:unknown-root-key",
+        "surface:toolrewrite-block-toolCallId",
+        "invariant:end-seed-then-turn",
+        "invariant:result-outside-step",
+        "invariant:later-step",
+    }
+)
+"""Spec cases a test skips (the README's list)."""
+
+SPEC_OPS = frozenset({"fold", "seed", "append", "validate", "analyse", "plan"})
+"""The ops `compare_spec_case` compares (the others test the todo tool's wording, the ACP
+presentation and the JSONL exchange, which tests of their own cover)."""
+
+
+def _events_of(job: Mapping[str, Any]) -> tuple[list[SessionEvent] | None, Verdict]:
+    return parse_log({"events": job["events"]})
+
+
+def compare_spec_case(case: Mapping[str, Any]) -> list[str]:
+    """What differs between us and the reference on one spec case (empty: agreement)."""
+    op, job, ref = case["op"], case["job"], case["reference"]
+    if op == "plan":
+        from todo_sessions.core.todos import TodoItem
+
+        items = [TodoItem(**item) for item in job["todos"]]
+        mine = normal(update_to_wire(todos_to_plan(items)))
+        return [] if mine == normal(ref) else [f"plan: {mine}"]
+    events, parsed = _events_of(job)
+    verdicts: dict[str, Verdict] = {}
+    session: Session | None = None
+    if events is None:
+        verdicts = {"raw": parsed, "strict": parsed}
+    elif op == "fold":
+        try:
+            for event in events:
+                validate_event(event)
+            fold = fold_surface(events)
+            verdicts["raw"] = Verdict(True)
+        except InvalidEventError as exc:
+            verdicts["raw"] = Verdict(False, classify(exc), _index(exc), str(exc))
+    else:
+        session, verdicts["raw"] = load(events, strict=False)
+        verdicts["strict"] = load(events, strict=True)[1] if session else verdicts["raw"]
+    found: list[str] = []
+    theirs_raw = ref.get("raw", ref)
+    pairs = [("raw", theirs_raw)]
+    if "strict" in ref:
+        pairs.append(("strict", ref["strict"]))
+    strict_ref = ref.get("strict", {})
+    for name, theirs in pairs:
+        mine = verdicts[name]
+        devmode = (  # the todo rules are always on here (README: accept-raw-devmode)
+            name == "raw"
+            and theirs["ok"]
+            and not strict_ref.get("ok", True)
+            and strict_ref.get("code") == mine.code
+        )
+        if devmode:
+            continue
+        if theirs["ok"] != mine.ok:
+            found.append(f"{name}: ts={theirs.get('code')} py={mine.code} {mine.error}")
+        elif not mine.ok and theirs.get("code") != mine.code:
+            found.append(f"{name} reason: ts={theirs.get('code')} py={mine.code} {mine.error}")
+    if found or not verdicts["raw"].ok or events is None:
+        return found
+    if op == "fold":
+        if list(fold.seqs) != ref["nodes"]:
+            found.append(f"nodes: {list(fold.seqs)}")
+    elif session is not None and "messages" in ref:
+        if _messages(session) != normal(ref["messages"]):
+            found.append("messages")
+        if "nodes" in ref and list(fold_surface(events).seqs) != ref["nodes"]:
+            found.append("nodes")
+        if "todos" in ref and _todos(session.todos) != normal(ref["todos"]):
+            found.append("todos")
+    return found

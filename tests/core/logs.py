@@ -257,10 +257,11 @@ class LogBuilder:
         return self.add("todo/write", {"todos": todos})
 
     def request_header(self) -> SessionEvent:
-        return self.add("request/header", {"model": "scripted"})
+        header = {"config": {"provider": "test", "model": "scripted"}, "tools": []}
+        return self.add("request/header", {"header": header, "reason": "initial"})
 
     def request_context(self) -> SessionEvent:
-        return self.add("request/context", {"tools": []})
+        return self.add("request/context", {"provider": "test", "model": "scripted"})
 
     def end_seed(self) -> SessionEvent:
         return self.add("session/end-seed", {})

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from todo_sessions.core import catalog
+from todo_sessions.core import catalog, vocabulary
 from todo_sessions.core.catalog import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -254,7 +254,8 @@ VALID: list[tuple[str, Any, dict[str, Any]]] = [
         {"surface_op": "append", "source_event_seqs": []},
     ),
     ("todo/write", {"todos": [{"content": "a", "status": "in_progress"}]}, {}),
-    ("request/header", {"anything": [1, {"x": None}]}, {}),
+    ("request/header", {"header": {"config": {"provider": "p", "model": "m"}}}, {}),
+    ("request/header", {"provider": "p", "model": "m", "tools": [], "x": [1]}, {}),
     ("request/context", {}, {}),
     ("session/end-seed", {}, {}),
 ]
@@ -413,10 +414,11 @@ def test_the_built_in_catalog() -> None:
         "tool/call": "ToolCallData",
         "tool/result": "ToolResultData",
         "todo/write": "TodoWriteData",
-        "request/header": "RequestRecordData",
-        "request/context": "RequestRecordData",
+        "request/header": "RequestHeaderData",
+        "request/context": "RequestContextData",
         "session/end-seed": "SessionEndSeedData",
         "session/meta": "SessionMetaData",
+        **{name: model.__name__ for name, model in vocabulary._TYPES},
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]

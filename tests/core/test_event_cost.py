@@ -347,7 +347,7 @@ TYPICAL: dict[str, Any] = {
     "assistant/chunk": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "h"}},
     "turn/start": {"turn": 1},
     "step/end": {"turn": 1, "step": 2},
-    "request/header": {"model": "x"},
+    "request/context": {"provider": "p", "model": "x"},
 }
 
 KEYS = [

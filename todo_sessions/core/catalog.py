@@ -30,6 +30,7 @@ from .messages import (
     WireModel,
 )
 from .meta import meta_problem
+from .request_header import RequestContextData, RequestHeaderData
 from .todos import TodoItem, todo_list_problem
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "AssistantChunkData",
     "AssistantMessageData",
     "EventType",
+    "RequestContextData",
+    "RequestHeaderData",
     "RequestRecordData",
     "SessionEndSeedData",
     "SessionMetaData",
@@ -151,7 +154,8 @@ class TodoWriteData(WireModel):
 
 
 class RequestRecordData(WireModel):
-    """``request/header`` and ``request/context``: opaque records of the request configuration."""
+    """An opaque record: any object (kept for embedders that registered their own types
+    with it; ``request/header`` and ``request/context`` have their own models now)."""
 
 
 class SessionEndSeedData(WireModel):
@@ -215,8 +219,8 @@ for _name, _model, _surface in (
     ("tool/call", ToolCallData, False),
     ("tool/result", ToolResultData, True),
     ("todo/write", TodoWriteData, False),
-    ("request/header", RequestRecordData, False),
-    ("request/context", RequestRecordData, False),
+    ("request/header", RequestHeaderData, False),
+    ("request/context", RequestContextData, False),
     ("session/end-seed", SessionEndSeedData, False),
     ("session/meta", SessionMetaData, False),
 ):
@@ -332,3 +336,7 @@ def validate_event(event: SessionEvent) -> None:
                 field=found[0],
             )
     _mark_checked(event, entry)
+
+
+# The rest of the reference's vocabulary registers itself on import (it builds on this module).
+from . import vocabulary as _vocabulary  # noqa: E402, F401
