@@ -196,3 +196,27 @@ def test_item10_duplicate_content_is_quoted_as_json() -> None:
     result = asyncio.run(TodoWriteTool().run({"todos": twice}, context))
     assert result.is_error
     assert 'duplicate content "say \\"hi\\""' in result.content[0]["text"]
+
+
+# -- item 7: the reference's whole vocabulary -------------------------------------------------
+
+
+def test_item7_reference_types_are_known_and_their_fields_checked() -> None:
+    start = _line("turn/start", 0, {"turn": 1})
+    goal = {"kind": "goal/change", "version": 1, "operation": "clear", "cleared": {"id": "g"}}
+    _, events = parse_lines(
+        [
+            header_line(header()),
+            start,
+            _line("goal/change", 1, goal),
+            _line("plan/mode", 2, {"active": True}),
+            _line("session/title", 3, {"title": "t"}),  # no field is required, as there
+        ]
+    )
+    assert [e.type for e in events][1:] == ["goal/change", "plan/mode", "session/title"]
+    error = _import_error(start, _line("plan/mode", 1, {"active": "yes"}))
+    assert "(seq 1): data.active: Input should be a valid boolean" in str(error)
+    error = _import_error(start, _line("sandbox/mode", 1, {"mode": "anything"}))
+    assert "data.mode" in str(error)
+    with pytest.raises(InvalidEventError, match="may not carry surfaceOp"):
+        validate_event(SessionEvent("goal/change", 1, T, goal, surface_op="append"))
