@@ -1,6 +1,6 @@
 """JSONL export and import of a large session into a file SQLite database (issue #6).
 
-Run:  python bench/jsonl_bench.py [--events 100000] [--small 10000]
+Run:  python bench/jsonl_bench.py [--events 100000] [--small 10000] [--rounds 3]
 
 Builds two sessions (``--small`` and ``--events`` events) in a temporary SQLite file with the
 store's default settings (WAL, synchronous=FULL) by ``SessionStore.append`` in batches of 1000,
@@ -8,7 +8,13 @@ and reports that batched append rate as the baseline. Then, for each size:
 
 - export: ``export_lines`` streamed to a file, as ``todo-sessions export ID -o FILE`` does;
 - import: ``import_lines`` reading that file under a new id (``--as``): every line parsed and
-  validated first, then one ``append`` transaction.
+  validated first, then one ``append`` transaction;
+- export-ref / import-ref: the same in the reference harness's format (``export --format
+  reference``: its header line, chunk runs packed into ``text-chunks`` rows; import unpacks
+  them), side by side with ours.
+
+The four operations run in alternating rounds (``--rounds``); each rate is the median of the
+rounds, with the lowest and highest.
 
 Events/second come from a run without tracing; peak memory from a second run under
 ``tracemalloc`` (Python allocations of every thread, including aiosqlite's; SQLite's own page
@@ -37,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore
-from todo_sessions.jsonl import export_lines, import_lines
+from todo_sessions.jsonl import export_lines, import_lines, reference_lines
 
 T0 = 1_764_000_000_000
 TURN = 100
@@ -109,13 +115,16 @@ async def build(store: SessionStore, session_id: str, events: list[SessionEvent]
     return len(events) / (time.perf_counter() - started)
 
 
-async def export_to(store: SessionStore, session_id: str, path: Path) -> int:
+async def export_to(
+    store: SessionStore, session_id: str, path: Path, *, reference: bool = False
+) -> int:
+    lines = reference_lines if reference else export_lines
     count = 0
     with path.open("w", encoding="utf-8") as out:
-        async for line in export_lines(store, session_id):
+        async for line in lines(store, session_id):
             out.write(line + "\n")
             count += 1
-    return count - 1
+    return (await store.summary(session_id)).next_seq if reference else count - 1
 
 
 async def import_from(store: SessionStore, path: Path, as_id: str) -> int:
@@ -141,19 +150,23 @@ async def measure(work: Work, *, traced: bool) -> tuple[int, float, int]:
 
 
 def operations(store: SessionStore, sid: str, path: Path) -> dict[str, Work]:
-    """The two measured operations on one session; each import stores a new copy."""
+    """The measured operations on one session, ours and the reference's format; each import
+    stores a new copy."""
     copies = itertools.count()
+    ref = path.with_suffix(".ref.jsonl")
     return {
         "export": lambda: export_to(store, sid, path),
         "import": lambda: import_from(store, path, f"{sid}-copy{next(copies)}"),
+        "export-ref": lambda: export_to(store, sid, ref, reference=True),
+        "import-ref": lambda: import_from(store, ref, f"{sid}-copy{next(copies)}"),
     }
 
 
-async def main(sizes: list[int]) -> None:
+async def main(sizes: list[int], rounds: int = 3) -> None:
     print(
         f"python {platform.python_version()}, sqlite {sqlite3.sqlite_version}, {platform.machine()}"
     )
-    rows: list[tuple[int, str, float, float]] = []
+    rows: list[tuple[int, str, tuple[float, float, float], float]] = []
     peaks: dict[tuple[str, int], float] = {}
     append_rates: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,23 +175,36 @@ async def main(sizes: list[int]) -> None:
                 append_rates[size] = await build(store, f"s{size}", session_events(size))
             for size in sizes:
                 path = Path(tmp) / f"s{size}.jsonl"
-                for op, work in operations(store, f"s{size}", path).items():
-                    events, seconds, _ = await measure(work, traced=False)
-                    assert events == size, (op, events, size)
+                ops = operations(store, f"s{size}", path)
+                rates: dict[str, list[float]] = {op: [] for op in ops}
+                for _ in range(rounds):  # alternating: every op once per round
+                    for op, work in ops.items():
+                        events, seconds, _ = await measure(work, traced=False)
+                        assert events == size, (op, events, size)
+                        rates[op].append(events / seconds)
+                for op, work in ops.items():
                     _, _, peak = await measure(work, traced=True)
                     peaks[(op, size)] = peak / 2**20
-                    rows.append((size, op, events / seconds, peak / 2**20))
-            big_file = Path(tmp) / f"s{sizes[-1]}.jsonl"
-            print(f"{sizes[-1]:,}-event export file: {big_file.stat().st_size / 2**20:.1f} MiB")
+                    ordered = sorted(rates[op])
+                    spread = (ordered[len(ordered) // 2], ordered[0], ordered[-1])
+                    rows.append((size, op, spread, peak / 2**20))
+            big = Path(tmp) / f"s{sizes[-1]}.jsonl"
+            ref = big.with_suffix(".ref.jsonl")
+            print(
+                f"{sizes[-1]:,}-event export file: {big.stat().st_size / 2**20:.1f} MiB ours, "
+                f"{ref.stat().st_size / 2**20:.1f} MiB reference format"
+            )
 
     print()
-    print(f"{'events':>9}  {'operation':<9}  {'events/s':>10}  {'peak MiB (tracemalloc)':>22}")
+    head = f"{'events':>9}  {'operation':<10}  {'events/s (median, min-max)':>30}"
+    print(f"{head}  {'peak MiB (tracemalloc)':>22}")
     for size in sizes:
         baseline = f"(SessionStore.append, batches of {BATCH})"
-        print(f"{size:>9,}  {'append':<9}  {append_rates[size]:>10,.0f}  {baseline:>22}")
-        for events, op, rate, peak in rows:
+        print(f"{size:>9,}  {'append':<10}  {append_rates[size]:>30,.0f}  {baseline}")
+        for events, op, (median, low, high), peak in rows:
             if events == size:
-                print(f"{events:>9,}  {op:<9}  {rate:>10,.0f}  {peak:>22.1f}")
+                rate = f"{median:,.0f} ({low:,.0f}-{high:,.0f})"
+                print(f"{events:>9,}  {op:<10}  {rate:>30}  {peak:>22.1f}")
     small, big = sizes[0], sizes[-1]
     growth = {op: peaks[(op, big)] / peaks[(op, small)] for op in ("export", "import")}
     print()
@@ -193,5 +219,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    asyncio.run(main([args.small, args.events]))
+    asyncio.run(main([args.small, args.events], args.rounds))

@@ -101,7 +101,7 @@ VALID: list[tuple[str, Any, dict[str, Any]]] = [
         {"todos": [{"content": "a", "status": "pending"}, {"content": "b", "status": "completed"}]},
         {},
     ),
-    ("request/header", {"model": "x", "anything": {"goes": [1]}}, {}),
+    ("request/header", {"header": {"config": {"provider": "p", "model": "x"}}, "more": [1]}, {}),
     ("request/context", {}, {}),
     ("session/end-seed", {}, {}),
 ]

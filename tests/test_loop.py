@@ -367,16 +367,19 @@ async def test_requests_are_recorded_when_they_change_and_derived_at_any_seq() -
     await loop.run_turn("second")
     headers = [e for e in session.events if e.type == "request/header"]
     assert len(headers) == 1  # three model calls, one configuration
-    assert headers[0].data == {
-        "provider": "scripted",
-        "model": "scripted-1",
-        "system": "be brief",
-        "tools": registry.definitions(),
+    assert headers[0].data == {  # the reference harness's shape (issue 25, item 5)
+        "header": {
+            "config": {"provider": "scripted", "model": "scripted-1"},
+            "system": "be brief",
+            "tools": registry.definitions(),
+        },
+        "reason": "initial",
     }
     model.system = "be thorough"  # type: ignore[attr-defined]
     await AgentLoop(session, model, registry, record_requests=True).run_turn("third")
     headers = [e for e in session.events if e.type == "request/header"]
-    assert [h.data["system"] for h in headers] == ["be brief", "be thorough"]
+    assert [h.data["header"]["system"] for h in headers] == ["be brief", "be thorough"]
+    assert [h.data["reason"] for h in headers] == ["initial", "change"]
     check_structure(session.events)
 
     first_call = next(e.seq for e in session.events if e.type == "assistant/chunk")

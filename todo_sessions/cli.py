@@ -931,18 +931,28 @@ def _sink(output: Path | None) -> Iterator[IO[str]]:
     type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
     help="File to write (default, or -: stdout).",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["todo-sessions", "reference"]),
+    default="todo-sessions",
+    show_default=True,
+    help="reference: the reference harness's session file (its header, chunk rows).",
+)
 @pass_ctx
-def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
+def export_cmd(ctx: Context, session_id: str, output: Path | None, fmt: str) -> None:
     """Export a session as JSONL: a header line, then one event per line."""
+    from .jsonl import reference_lines
 
     async def work(store: SessionStore) -> int:
         total = (await store.summary(session_id)).next_seq
+        lines = reference_lines if fmt == "reference" else export_lines
         with ctx.progress("export", total) as advance, _sink(output) as sink:
             count = 0
-            async for line in export_lines(store, session_id, progress=advance):
+            async for line in lines(store, session_id, progress=advance):
                 sink.write(line + "\n")
                 count += 1
-        return count - 1
+        return total if fmt == "reference" else count - 1
 
     count = ctx.run(work)
     if output is not None and str(output) != "-":

@@ -2,6 +2,10 @@
 
 Line 1 is a header object ``{"kind": "todo-sessions/session", "formatVersion": 0, "header":
 {...}}``; every further line is one event in its wire JSON (docs/format.md, "JSONL files").
+Import also reads the reference harness's session files (header ``{"type": "session",
+"version": 0, ...}``, chunk runs packed into ``text-chunks``, ``reasoning-chunks`` and
+``tool-call-chunks`` rows), and `reference_lines` writes one (docs/format.md, "Exchanging files
+with the reference").
 Export streams (constant memory for any session size). Import validates every line before
 writing anything, then writes the session in one transaction; export → import → export is
 byte-identical.
@@ -9,14 +13,17 @@ byte-identical.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader, shown
 from .core.jsonvalue import LosslessJSONError, decode_json
+from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
 from .errors import InvalidEventError, StructureError
@@ -24,6 +31,7 @@ from .store.store import SessionStore
 
 __all__ = [
     "KIND",
+    "REFERENCE_HEADER_TYPE",
     "ImportResult",
     "event_lines",
     "export_lines",
@@ -32,9 +40,30 @@ __all__ = [
     "numbered_lines",
     "parse_header_line",
     "parse_lines",
+    "reference_header_line",
+    "reference_lines",
 ]
 
 KIND = "todo-sessions/session"
+REFERENCE_HEADER_TYPE = "session"
+"""``type`` of the reference harness's header line."""
+_CHUNK_ROWS = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+"""The reference's packed chunk rows: the chunk type each row's members have."""
+_MIN_RUN = 3
+"""Fewest chunk events the reference packs into one row (fewer stay event lines)."""
+_REFERENCE_HEADER_KEYS = {
+    "id": "id",
+    "createdAt": "created_at",
+    "cwd": "cwd",
+    "parentSession": "parent_session",
+    "seedLength": "seed_length",
+    "origin": "origin",
+    "delegationDepth": "delegation_depth",
+}
 
 Progress = Callable[[int], None]
 
@@ -110,8 +139,14 @@ def parse_header_line(text: str) -> SessionHeader:
         head = decode_json(text)
     except LosslessJSONError as exc:
         raise _fail(1, f"header is not JSON: {exc.reason}") from None
+    if isinstance(head, dict) and head.get("type") == REFERENCE_HEADER_TYPE and "kind" not in head:
+        return _reference_header(head)
     if not isinstance(head, dict) or head.get("kind") != KIND:
-        raise _fail(1, f'not a todo-sessions export (expected "kind": "{KIND}")')
+        raise _fail(
+            1,
+            f'not a todo-sessions export (expected "kind": "{KIND}") nor a reference session '
+            'file (expected "type": "session")',
+        )
     version = head.get("formatVersion")
     if type(version) is not int or version > FORMAT_VERSION:
         raise _fail(
@@ -121,6 +156,80 @@ def parse_header_line(text: str) -> SessionHeader:
         return SessionHeader.model_validate(head.get("header"))
     except InvalidEventError as exc:
         raise _fail(1, f"invalid header: {exc}") from None
+
+
+def _reference_header(head: dict[str, Any]) -> SessionHeader:
+    """Our header for the reference's header line (format version 0 only, as its loader)."""
+    version = head.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise _fail(
+            1, f"reference session file version {shown(version)} is not supported (reads 0)"
+        )
+    unknown = sorted(set(head) - {"type", "version", *_REFERENCE_HEADER_KEYS})
+    if unknown:  # e.g. agentPreset: our header has no place for it, and nothing is dropped
+        raise _fail(1, f"reference session header keys {unknown} are not kept by todo-sessions")
+    fields = {
+        ours: head[theirs] for theirs, ours in _REFERENCE_HEADER_KEYS.items() if theirs in head
+    }
+    try:
+        return SessionHeader(**fields)
+    except InvalidEventError as exc:
+        raise _fail(1, f"invalid header: {exc}") from None
+
+
+def _unpacked(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The event lines of a reference file, each packed chunk row replaced by the lines of the
+    ``assistant/chunk`` events it stands for (all with the row's line number)."""
+    for number, text in numbered:
+        if "-chunks" not in text:  # (cheap: most lines are plain events)
+            yield number, text
+            continue
+        try:
+            row = decode_json(text)
+        except LosslessJSONError:
+            yield number, text  # event_lines names the problem
+            continue
+        if not isinstance(row, dict) or row.get("type") not in _CHUNK_ROWS:
+            yield number, text
+            continue
+        try:
+            for wire in _expand_row(row):
+                yield number, json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _fail(number, f"malformed {row.get('type')} row: {exc}") from None
+
+
+def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if set(row) != {"type", "seq0", "time0", "data"}:
+        raise ValueError(f"keys {sorted(row)}")
+    kind, data = _CHUNK_ROWS[row["type"]], row["data"]
+    seq, time = row["seq0"], row["time0"]
+    parts = data["args"] if kind == "tool-call-delta" else data["texts"]
+    gaps = data["dt"]
+    if type(seq) is not int or type(time) is not int or not isinstance(parts, list):
+        raise ValueError("seq0, time0 must be integers and the members a list")
+    if not isinstance(gaps, list) or len(gaps) != len(parts) - 1 or not parts:
+        raise ValueError(f"{len(parts)} members need {max(len(parts) - 1, 0)} gaps in dt")
+    for k, part in enumerate(parts):
+        if k:
+            gap = gaps[k - 1]
+            if type(gap) is not int:
+                raise ValueError(f"dt[{k - 1}] is not an integer")
+            time += gap
+        chunk: dict[str, Any] = {"type": kind, "index": data["index"]}
+        if kind == "tool-call-delta":
+            chunk["id"] = data["id"]
+            if "name" in data:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = part
+        else:
+            chunk["text"] = part
+        yield {
+            "type": "assistant/chunk",
+            "seq": seq + k,
+            "time": time,
+            "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
+        }
 
 
 def parse_lines(
@@ -134,6 +243,8 @@ def parse_lines(
     if first is None:
         raise _fail(1, "empty file: expected a header line")
     header = parse_header_line(first[1])
+    if _is_reference_header(first[1]):
+        numbered = _unpacked(numbered)
     events: list[SessionEvent] = []
     surface = SurfaceState(build_messages=False)
     structure = StructureChecker()
@@ -176,3 +287,139 @@ async def import_lines(
     await store.create(header)
     revision = await store.append(header.id, events)  # validated above: not checked again
     return ImportResult(header.id, len(events), revision)
+
+
+def _is_reference_header(text: str) -> bool:
+    try:
+        head = decode_json(text.removeprefix("\ufeff"))
+    except LosslessJSONError:
+        return False
+    return isinstance(head, dict) and head.get("type") == REFERENCE_HEADER_TYPE
+
+
+# -- the reference's format -------------------------------------------------------------------
+
+
+def reference_header_line(header: SessionHeader) -> str:
+    """The reference's header line for ``header`` (our ``title`` has no place there)."""
+    head: dict[str, Any] = {"type": REFERENCE_HEADER_TYPE, "version": header.format_version}
+    for theirs, ours in _REFERENCE_HEADER_KEYS.items():
+        value = getattr(header, ours)
+        if value is not None:
+            head[theirs] = value
+    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+
+
+def _reference_event(event: SessionEvent, headers_seen: int) -> str:
+    """One event as the reference reads it: a request/header in our earlier shape upcast, a
+    type the reference does not know (our session/meta, an embedder's) marked ignorable."""
+    from .core.vocabulary import REFERENCE_EVENT_TYPES
+
+    if event.type == "request/header" and is_legacy_request_header(event.data):
+        reason = "initial" if headers_seen == 0 else "change"
+        data = upcast_request_header(event.data, reason=reason)
+        return event.replace(data=data).to_json()
+    if event.type not in REFERENCE_EVENT_TYPES and not event.ignorable:
+        return event.replace(ignorable=True).to_json()
+    return event.to_json()
+
+
+def _packable(event: SessionEvent) -> str | None:
+    """The chunk type of an ``assistant/chunk`` the reference would pack, else None."""
+    if event.type != "assistant/chunk" or event.surface_op is not None or event.ignorable:
+        return None
+    data = event.data
+    if set(data) != {"turn", "step", "chunk"} or type(data["turn"]) is not int:
+        return None
+    chunk = data["chunk"]
+    if type(data["step"]) is not int or not isinstance(chunk, dict):
+        return None
+    kind, index = chunk.get("type"), chunk.get("index")
+    if type(index) is not int:
+        return None
+    if kind in ("text-delta", "reasoning-delta"):
+        ok = set(chunk) == {"type", "index", "text"} and isinstance(chunk["text"], str)
+    elif kind == "tool-call-delta":
+        keys = set(chunk)
+        ok = (
+            keys
+            in (
+                {"type", "index", "id", "argumentsDelta"},
+                {"type", "index", "id", "name", "argumentsDelta"},
+            )
+            and isinstance(chunk["id"], str)
+            and isinstance(chunk["argumentsDelta"], str)
+            and isinstance(chunk.get("name", ""), str)
+        )
+    else:
+        ok = False
+    return kind if ok else None
+
+
+def _run_key(event: SessionEvent) -> tuple[Any, ...]:
+    chunk = event.data["chunk"]
+    call = (chunk.get("id"), "name" in chunk, chunk.get("name"))
+    return (event.data["turn"], event.data["step"], chunk["index"], chunk["type"], call)
+
+
+def _row(run: list[SessionEvent]) -> str:
+    first = run[0]
+    chunk = first.data["chunk"]
+    data: dict[str, Any] = {
+        "turn": first.data["turn"],
+        "step": first.data["step"],
+        "index": chunk["index"],
+        "dt": [b.time - a.time for a, b in itertools.pairwise(run)],
+    }
+    kind = chunk["type"]
+    if kind == "tool-call-delta":
+        data["id"] = chunk["id"]
+        if "name" in chunk:
+            data["name"] = chunk["name"]
+        data["args"] = [e.data["chunk"]["argumentsDelta"] for e in run]
+        tag = "tool-call-chunks"
+    else:
+        data["texts"] = [e.data["chunk"]["text"] for e in run]
+        tag = "text-chunks" if kind == "text-delta" else "reasoning-chunks"
+    row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+async def reference_lines(
+    store: SessionStore,
+    session_id: str,
+    *,
+    pack_chunks: bool = True,
+    progress: Progress | None = None,
+) -> AsyncIterator[str]:
+    """The session as the reference harness's session file: its header line, then its event
+    lines, runs of 3 or more chunk deltas of one block packed into rows as the reference
+    packs them (``pack_chunks=False``: one line per event). Streams, like `export_lines`."""
+    header = await store.header(session_id)
+    yield reference_header_line(header)
+    run: list[SessionEvent] = []
+    headers_seen = 0
+
+    def flush() -> Iterator[str]:
+        if len(run) >= _MIN_RUN:
+            yield _row(run)
+        else:
+            yield from (e.to_json() for e in run)
+        run.clear()
+
+    async for event in store.stream(session_id):
+        if progress is not None:
+            progress(1)
+        if pack_chunks and _packable(event) is not None:
+            if run and (_run_key(run[-1]) != _run_key(event) or event.seq != run[-1].seq + 1):
+                for line in flush():
+                    yield line
+            run.append(event)
+            continue
+        for line in flush():
+            yield line
+        yield _reference_event(event, headers_seen)
+        if event.type == "request/header":
+            headers_seen += 1
+    for line in flush():
+        yield line

@@ -91,8 +91,9 @@ async def test_acp_with_a_real_model_over_stdio(tmp_path: Path) -> None:
         events = (await store.read(new.session_id)).events
         derived = await derive_stored_request(store, new.session_id)
     headers = [e for e in events if e.type == "request/header"]
-    assert len(headers) == 1 and headers[0].data["model"] == "test-model"
-    assert headers[0].data["system"] == SYSTEM_PROMPT
+    assert len(headers) == 1  # in the reference harness's shape
+    assert headers[0].data["header"]["config"]["model"] == "test-model"
+    assert headers[0].data["header"]["system"] == SYSTEM_PROMPT
     chunks = [e.seq for e in events if e.type == "assistant/chunk"]
     for request, before in zip(server.requests, (chunks[0], chunks[-1]), strict=True):
         sent = derive_request(events, upto_seq=before - 1).to_params("openai-chat")

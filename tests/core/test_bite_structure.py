@@ -259,7 +259,12 @@ def test_a_call_between_steps_takes_the_last_step() -> None:
     assert advanced(events).unanswered_calls() == (
         OpenCall("c1", "read", 1, 2, call_seq=5, block_seq=None),
     )
-    assert closers(events) == [("tool/result", ("c1", 1, 2, UNKNOWN)), ("turn/end", _int(1))]
+    assert closers(events) == [  # answered inside a step of its own (issue 25, item 9)
+        ("step/start", {"turn": 1, "step": 3}),
+        ("tool/result", ("c1", 1, 3, UNKNOWN)),
+        ("step/end", {"turn": 1, "step": 3}),
+        ("turn/end", _int(1)),
+    ]
 
 
 def test_a_call_before_any_step_is_in_step_one() -> None:
@@ -313,15 +318,18 @@ def test_a_call_id_repeated_while_unanswered_is_a_second_call() -> None:
         OpenCall("c1", "write", 1, 2, call_seq=7, block_seq=6),
         OpenCall("c1", "again", 1, 2, call_seq=8, block_seq=None),
     )
-    assert closers(events) == [
-        ("tool/result", ("c1", 1, 1, UNKNOWN)),
+    assert closers(events) == [  # step 1's call is answered in a step of its own (item 9)
         ("tool/result", ("c1", 1, 2, UNKNOWN)),
         ("tool/result", ("c1", 1, 2, UNKNOWN)),
         ("step/end", {"turn": 1, "step": 2}),
+        ("step/start", {"turn": 1, "step": 3}),
+        ("tool/result", ("c1", 1, 3, UNKNOWN)),
+        ("step/end", {"turn": 1, "step": 3}),
         ("turn/end", _int(1)),
     ]
-    cited = [c.source_event_seqs for c in interrupted_turn_closers(events, session_id=SID)[:3]]
-    assert cited == [(3,), (7,), (8,)]
+    results = [c for c in interrupted_turn_closers(events, session_id=SID) if c.seq != 0]
+    cited = [c.source_event_seqs for c in results if c.type == "tool/result"]
+    assert cited == [(7,), (8,), (3,)]
 
 
 def test_a_repeated_block_id_in_one_message_is_a_second_call() -> None:

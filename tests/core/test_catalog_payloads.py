@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from todo_sessions.core import catalog
+from todo_sessions.core import catalog, vocabulary
 from todo_sessions.core.catalog import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -188,7 +188,12 @@ PAYLOAD_ERRORS: list[tuple[str, Any, dict[str, Any], str, str]] = [
     ),
     (
         "assistant/message",
-        {"turn": 1, "step": 1, "message": {"id": "a", "content": [], "source": SOURCE}, "usage": 1},
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+            "usage": 1,
+        },
         {},
         "data.usage",
         "Input should be a valid dictionary",
@@ -198,7 +203,7 @@ PAYLOAD_ERRORS: list[tuple[str, Any, dict[str, Any], str, str]] = [
         {
             "turn": 1,
             "step": 1,
-            "message": {"id": "a", "content": [], "source": SOURCE},
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
             "interrupted": "yes",
         },
         {},
@@ -231,21 +236,26 @@ VALID: list[tuple[str, Any, dict[str, Any]]] = [
     ("turn/end", {"turn": 1, "reason": {"kind": "cancelled"}}, {}),
     ("step/start", {"turn": 1, "step": 1}, {}),
     ("user/message", user(), {"surface_op": "append", "source_event_seqs": [4]}),
-    ("user/message", user(), {}),
+    ("user/message", user(), {"surface_op": {"op": "replace", "start": 1, "end": 2}}),
     ("tool/call", {"turn": 1, "step": 1, "callId": "c", "name": "n", "arguments": ""}, {}),
     ("tool/result", tool_result([result_block()]), {"surface_op": "append"}),
     (
         "tool/result",
         {**tool_result([result_block()]), "error": {"name": "E", "code": "x"}, "meta": [1]},
-        {},
+        {"surface_op": "append"},
     ),
     (
         "assistant/message",
-        {"turn": 1, "step": 1, "message": {"id": "a", "content": [], "source": SOURCE}},
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+        },
         {"surface_op": "append", "source_event_seqs": []},
     ),
     ("todo/write", {"todos": [{"content": "a", "status": "in_progress"}]}, {}),
-    ("request/header", {"anything": [1, {"x": None}]}, {}),
+    ("request/header", {"header": {"config": {"provider": "p", "model": "m"}}}, {}),
+    ("request/header", {"provider": "p", "model": "m", "tools": [], "x": [1]}, {}),
     ("request/context", {}, {}),
     ("session/end-seed", {}, {}),
 ]
@@ -300,9 +310,18 @@ def test_source_event_seqs_rules(seqs: list[int], problem: str) -> None:
 
 
 def test_source_event_seqs_at_their_limits() -> None:
-    validate_event(SessionEvent("user/message", 5, 0, user(), source_event_seqs=[0, 4]))
     validate_event(
-        SessionEvent("tool/result", 1, 0, tool_result([result_block()]), source_event_seqs=[0])
+        SessionEvent("user/message", 5, 0, user(), surface_op="append", source_event_seqs=[0, 4])
+    )
+    validate_event(
+        SessionEvent(
+            "tool/result",
+            1,
+            0,
+            tool_result([result_block()]),
+            surface_op="append",
+            source_event_seqs=[0],
+        )
     )
 
 
@@ -395,10 +414,11 @@ def test_the_built_in_catalog() -> None:
         "tool/call": "ToolCallData",
         "tool/result": "ToolResultData",
         "todo/write": "TodoWriteData",
-        "request/header": "RequestRecordData",
-        "request/context": "RequestRecordData",
+        "request/header": "RequestHeaderData",
+        "request/context": "RequestContextData",
         "session/end-seed": "SessionEndSeedData",
         "session/meta": "SessionMetaData",
+        **{name: model.__name__ for name, model in vocabulary._TYPES},
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]
@@ -475,7 +495,11 @@ def test_a_model_must_be_a_pydantic_model() -> None:
 
 def test_payload_model_defaults() -> None:
     data = catalog.AssistantMessageData.model_validate(
-        {"turn": 1, "step": 2, "message": {"id": "a", "content": [], "source": SOURCE}}
+        {
+            "turn": 1,
+            "step": 2,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+        }
     )
     assert (data.usage, data.interrupted) == (None, None)
     assert data.message.role == "assistant"
@@ -505,12 +529,18 @@ def test_field_path() -> None:
 
 
 def test_tool_result_message_fields() -> None:
-    assert catalog.ToolSource(call_id="c").kind == "tool"
+    assert catalog.ToolSource(kind="tool", call_id="c").kind == "tool"
     message = catalog.ToolResultMessage.model_validate(
-        {"id": "m", "source": {"kind": "tool", "callId": "c"}, "content": [result_block("c")]}
+        {
+            "id": "m",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c"},
+            "content": [result_block("c")],
+        }
     )
     assert (message.id, message.role, message.source.call_id) == ("m", "user", "c")
-    validate_event(SessionEvent("tool/result", 5, 0, tool_result([result_block("c")], "c")))
+    result = tool_result([result_block("c")], "c")
+    validate_event(SessionEvent("tool/result", 5, 0, result, surface_op="append"))
     data = tool_result([result_block()])
     data["message"]["id"] = ""
     assert refusal(SessionEvent("tool/result", 5, 0, data)) == (

@@ -307,8 +307,12 @@ def test_the_catalog_models_compile() -> None:
     from todo_sessions.core import catalog
 
     compiled = {name for name, check in catalog._CHECKS.items() if check is not None}
-    # turn/end and tool/result carry model validators: pydantic validates them alone
-    assert compiled == set(catalog.EVENT_TYPES) - {"turn/end", "tool/result"}
+    # turn/end, tool/result and request/header (its upcaster) carry model validators, and
+    # three rare records of the reference's vocabulary have float fields (durations, a title
+    # request's messages): pydantic validates them alone
+    uncompiled = {"turn/end", "tool/result", "request/header"}
+    uncompiled |= {"hook/result", "llm/retry", "session/title-llm-request"}
+    assert compiled == set(catalog.EVENT_TYPES) - uncompiled
 
 
 # -- what is left to pydantic --------------------------------------------------------------------

@@ -152,8 +152,15 @@ CASES: list[tuple[Callable[[LogBuilder], None], list[str]]] = [
             "turn/end",
         ],
     ),
-    (_not_started_in_closed_step, ["tool/result:TOOL_NOT_STARTED", "step/end", "turn/end"]),
-    (_started_in_closed_step, ["tool/result:TOOL_OUTCOME_UNKNOWN", "turn/end"]),
+    # a call of a closed step is answered inside a step of its own (issue 25, item 9)
+    (
+        _not_started_in_closed_step,
+        ["step/end", "step/start", "tool/result:TOOL_NOT_STARTED", "step/end", "turn/end"],
+    ),
+    (
+        _started_in_closed_step,
+        ["step/start", "tool/result:TOOL_OUTCOME_UNKNOWN", "step/end", "turn/end"],
+    ),
 ]
 
 
@@ -212,21 +219,29 @@ def test_not_started_result() -> None:
     assert RETRY not in text
 
 
-def test_not_started_result_names_the_step_of_its_assistant_message() -> None:
+def test_not_started_result_of_a_closed_step_gets_a_step_of_its_own() -> None:
+    """Issue 25, item 9: the reference wants every result inside an open step it names."""
+    from tests.conformance import reference_invariants_problem
+
     b = LogBuilder()
     _not_started_in_closed_step(b)
-    result, step_end, _ = interrupted_turn_closers(b.events, session_id=SID)
-    assert (result.data["turn"], result.data["step"]) == (1, 1)
+    step_end, step_start, result, again, _ = interrupted_turn_closers(b.events, session_id=SID)
     assert step_end.data == {"turn": 1, "step": 2}
+    assert step_start.data == again.data == {"turn": 1, "step": 3}
+    assert (result.data["turn"], result.data["step"]) == (1, 3)
+    closers = interrupted_turn_closers(b.events, session_id=SID)
+    assert_closes(b.events, closers)
+    assert reference_invariants_problem([*b.events, *closers]) is None
 
 
-def test_started_result_names_the_step_of_its_tool_call() -> None:
+def test_started_result_of_a_closed_step_gets_a_step_of_its_own() -> None:
     b = LogBuilder()
     _started_in_closed_step(b)
     b.step_start()  # step 2 open
-    result, step_end, _ = interrupted_turn_closers(b.events, session_id=SID)
-    assert (result.data["turn"], result.data["step"]) == (1, 1)
+    step_end, step_start, result, again, _ = interrupted_turn_closers(b.events, session_id=SID)
     assert step_end.data == {"turn": 1, "step": 2}
+    assert step_start.data == again.data == {"turn": 1, "step": 3}
+    assert (result.data["turn"], result.data["step"]) == (1, 3)
     assert_closes(b.events, interrupted_turn_closers(b.events, session_id=SID))
 
 

@@ -238,7 +238,8 @@ class AgentLoop:
             tuple(definitions),
         )
         if not config.same_as(self._recorded):
-            self.session.append("request/header", config.to_data())
+            reason = "initial" if self._recorded is None else "change"
+            self.session.append("request/header", config.to_data(reason=reason))
             self._recorded = config
 
     def _assistant(

@@ -3,8 +3,11 @@
 
 An `AgentLoop(record_requests=True)` appends a ``request/header`` event before a model call
 whenever the configuration differs from the last one recorded in the session (so once per
-session in the usual case): ``{provider, model, system?, tools}``, ``tools`` being the tool
-definitions offered (``{name, description, parameters}``). `derive_request(events,
+session in the usual case), in the reference harness's shape: ``{header: {config: {provider,
+model}, system?, tools}, reason}`` (``reason`` ``initial`` for the first, ``change`` after),
+``tools`` being the tool definitions offered (``{name, description, parameters}``). Headers in
+the shape earlier versions wrote (``{provider, model, system?, tools}``) are read through
+`upcast_request_header`. `derive_request(events,
 upto_seq=N)` pairs the last such record at or before seq N with the history the model saw
 at N (`derive_messages`), and `DerivedRequest.to_params` turns that into the request params of
 a provider format.
@@ -18,6 +21,7 @@ from typing import Any, Literal
 
 from ..core.envelope import SessionEvent
 from ..core.messages import Message
+from ..core.request_header import upcast_request_header
 from ..core.surface import SurfaceState
 
 __all__ = ["DerivedRequest", "RequestConfig", "derive_request", "derive_stored_request"]
@@ -34,23 +38,28 @@ class RequestConfig:
     system: str | None = None
     tools: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
 
-    def to_data(self) -> dict[str, Any]:
-        """The ``request/header`` payload."""
-        data: dict[str, Any] = {"provider": self.provider, "model": self.model}
+    def to_data(self, *, reason: str = "initial") -> dict[str, Any]:
+        """The ``request/header`` payload (the reference's shape)."""
+        header: dict[str, Any] = {"config": {"provider": self.provider, "model": self.model}}
         if self.system is not None:
-            data["system"] = self.system
-        data["tools"] = [dict(tool) for tool in self.tools]
-        return data
+            header["system"] = self.system
+        header["tools"] = [dict(tool) for tool in self.tools]
+        return {"header": header, "reason": reason}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RequestConfig | None:
         """The configuration a ``request/header`` payload records (None: not one of ours,
         e.g. written by another harness)."""
-        provider, model = data.get("provider"), data.get("model")
+        header = upcast_request_header(data).get("header")
+        config = header.get("config") if isinstance(header, Mapping) else None
+        if not isinstance(config, Mapping):
+            return None
+        provider, model = config.get("provider"), config.get("model")
         if not isinstance(provider, str) or not isinstance(model, str):
             return None
-        system = data.get("system")
-        tools = data.get("tools")
+        assert isinstance(header, Mapping)
+        system = header.get("system")
+        tools = header.get("tools")
         return cls(
             provider,
             model,

@@ -30,6 +30,7 @@ from .messages import (
     WireModel,
 )
 from .meta import meta_problem
+from .request_header import RequestContextData, RequestHeaderData
 from .todos import TodoItem, todo_list_problem
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "AssistantChunkData",
     "AssistantMessageData",
     "EventType",
+    "RequestContextData",
+    "RequestHeaderData",
     "RequestRecordData",
     "SessionEndSeedData",
     "SessionMetaData",
@@ -112,13 +115,13 @@ class ToolCallData(StepData):
 
 
 class ToolSource(MessageSource):
-    kind: Literal["tool"] = "tool"
+    kind: Literal["tool"]
     call_id: str = Field(min_length=1)
 
 
 class ToolResultMessage(WireModel):
     id: str = Field(min_length=1)
-    role: Literal["user"] = "user"
+    role: Literal["user"]
     source: ToolSource
     content: list[ContentBlock]
 
@@ -151,7 +154,8 @@ class TodoWriteData(WireModel):
 
 
 class RequestRecordData(WireModel):
-    """``request/header`` and ``request/context``: opaque records of the request configuration."""
+    """An opaque record: any object (kept for embedders that registered their own types
+    with it; ``request/header`` and ``request/context`` have their own models now)."""
 
 
 class SessionEndSeedData(WireModel):
@@ -215,8 +219,8 @@ for _name, _model, _surface in (
     ("tool/call", ToolCallData, False),
     ("tool/result", ToolResultData, True),
     ("todo/write", TodoWriteData, False),
-    ("request/header", RequestRecordData, False),
-    ("request/context", RequestRecordData, False),
+    ("request/header", RequestHeaderData, False),
+    ("request/context", RequestContextData, False),
     ("session/end-seed", SessionEndSeedData, False),
     ("session/meta", SessionMetaData, False),
 ):
@@ -251,10 +255,11 @@ def _payload_error(event: SessionEvent, exc: ValidationError) -> InvalidEventErr
 def validate_event(event: SessionEvent) -> None:
     """Check one event against the catalog; raise `InvalidEventError` naming type, seq, field.
 
-    Unregistered types pass only when marked ``ignorable``. Surface fields are allowed only on
-    surface-eligible types; ``sourceEventSeqs`` must be unique, each smaller than the event's
-    own seq, and non-empty (except on ``assistant/message``). An event that passed once is not
-    checked again (events are immutable, and so are the entries of the registry).
+    Unregistered types pass only when marked ``ignorable``. A surface-eligible type needs a
+    ``surfaceOp``; surface fields are allowed only on surface-eligible types;
+    ``sourceEventSeqs`` must be unique, each smaller than the event's own seq, and non-empty
+    (except on ``assistant/message``). An event that passed once is not checked again (events
+    are immutable, and so are the entries of the registry).
     """
     entry = _REGISTRY.get(event.type)
     if entry is not None and getattr(event, "_checked", None) is entry:
@@ -304,7 +309,15 @@ def validate_event(event: SessionEvent) -> None:
             entry.model.model_validate(event._data)
         except ValidationError as exc:
             raise _payload_error(event, exc) from None
-    if event.type == "todo/write":
+    if entry.surface and event.surface_op is None:
+        raise InvalidEventError(
+            f"{_where(event)} is surface-eligible and requires a surfaceOp marker "
+            '("append" or a replace)',
+            event_type=event.type,
+            seq=event.seq,
+            field="surfaceOp",
+        )
+    elif event.type == "todo/write":
         problem = todo_list_problem(event._data.get("todos"))
         if problem:
             raise InvalidEventError(
@@ -323,3 +336,7 @@ def validate_event(event: SessionEvent) -> None:
                 field=found[0],
             )
     _mark_checked(event, entry)
+
+
+# The rest of the reference's vocabulary registers itself on import (it builds on this module).
+from . import vocabulary as _vocabulary  # noqa: E402, F401

@@ -4,11 +4,14 @@ See docs/design.md, "Crash repair".
 
 For a log whose last turn is open, `interrupted_turn_closers` returns, in order:
 
-1. one error ``tool/result`` (surfaceOp ``"append"``) per unanswered tool call of the open turn,
+1. one error ``tool/result`` (surfaceOp ``"append"``) per unanswered tool call of the open step,
    in call order: ``TOOL_OUTCOME_UNKNOWN`` (citing its ``tool/call``) when the call started,
    ``TOOL_NOT_STARTED`` (citing nothing) when only the assistant's tool-call block exists;
 2. ``step/end`` if a step is open;
-3. ``turn/end`` with reason ``{"kind": "interrupted"}``.
+3. if calls of steps already closed are unanswered: a ``step/start`` of the next step, their
+   results (naming that step, where the reference's turn/step rules want a result), its
+   ``step/end``;
+4. ``turn/end`` with reason ``{"kind": "interrupted"}``.
 
 The closers are a pure function of the log and the session id: seqs continue the log, ``time``
 is the last event's, message ids are derived from the session id and seqs. So ``load`` appends
@@ -18,6 +21,7 @@ exactly what ``inspect`` showed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .envelope import SessionEvent
@@ -114,11 +118,25 @@ def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> 
         return []
     seq, time = state.next_seq, last_time
     closers: list[SessionEvent] = []
-    for call in state.unanswered_calls():
-        closers.append(_closing_result(call, session_id=session_id, seq=seq, time=time))
+    calls = state.unanswered_calls()
+    open_step = state.open_step
+    elsewhere = [call for call in calls if open_step is None or call.step != open_step]
+    for call in calls:
+        if call not in elsewhere:
+            closers.append(_closing_result(call, session_id=session_id, seq=seq, time=time))
+            seq += 1
+    if open_step is not None:
+        closers.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": open_step}))
         seq += 1
-    if state.open_step is not None:
-        closers.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": state.open_step}))
+    if elsewhere:  # calls of steps already closed: answered inside a step of their own
+        step = {"turn": turn, "step": state.last_step + 1}
+        closers.append(SessionEvent("step/start", seq, time, step))
+        seq += 1
+        for call in elsewhere:
+            moved = replace(call, step=step["step"])
+            closers.append(_closing_result(moved, session_id=session_id, seq=seq, time=time))
+            seq += 1
+        closers.append(SessionEvent("step/end", seq, time, step))
         seq += 1
     closers.append(
         SessionEvent("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}})

@@ -8,9 +8,13 @@ Rules (each violation raises `StructureError` with a short ``rule`` slug and the
 - turns run 1, 2, 3 and do not nest; steps run 1, 2, … inside the open turn and do not nest;
 - ``step/end``, ``assistant/chunk``, ``assistant/message`` and ``tool/call`` name the open
   turn and step;
-- a ``tool/result`` answers a ``tool/call`` of the open turn and names that call's step; a
+- a ``tool/result`` answers a ``tool/call`` of the open turn and names that call's step (a repair
+  result, ``TOOL_OUTCOME_UNKNOWN``, may name the open step instead: crash repair answers a call
+  of a closed step inside a new step); a
   synthetic "not started" result (``error.code == "TOOL_NOT_STARTED"``) only has to name the
   open turn;
+- a ``tool/result`` that replaces another (a content rewrite the surface rules checked, such
+  as pruning an earlier turn's output) is not an answer: it only needs an open turn;
 - ``turn/end`` names the open turn and needs no open step;
 - ``todo/write``, ``request/header`` and ``request/context`` need an open turn;
 - ``session/end-seed`` must be outside any open turn;
@@ -94,6 +98,17 @@ def _is_not_started(data: Mapping[str, Any]) -> bool:
     return isinstance(error, dict) and error.get("code") == NOT_STARTED_CODE
 
 
+def _is_outcome_unknown(data: Mapping[str, Any]) -> bool:
+    """A crash-repair result of a started call (``error.code == "TOOL_OUTCOME_UNKNOWN"``)."""
+    error = data.get("error")
+    return isinstance(error, Mapping) and error.get("code") == "TOOL_OUTCOME_UNKNOWN"
+
+
+def _is_rewrite(event: SessionEvent) -> bool:
+    """A ``tool/result`` replacing another: a rewrite of its content, not an answer."""
+    return event.surface_op is not None and event.surface_op != "append"
+
+
 def _result_call_id(data: Mapping[str, Any]) -> str | None:
     """``message.source.callId`` of a ``tool/result`` payload, if it is a string."""
     message = data.get("message")
@@ -148,6 +163,11 @@ class StructureChecker:
         self._ordered: list[_Call] = []
         """Every tool call of the open turn, in call order (a model may reuse an id in a later
         step once the earlier call is answered: that is a new call)."""
+
+    @property
+    def last_step(self) -> int:
+        """The number of the latest step started in the open turn (0 before any)."""
+        return self._last_step
 
     @property
     def last_turn(self) -> int:
@@ -296,6 +316,14 @@ class StructureChecker:
             )
 
     def _check_tool_result(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
+        if _is_rewrite(event):
+            if self.open_turn is None:
+                self._fail(
+                    event,
+                    "outside-turn",
+                    "tool/result surface replacement appended outside any open turn",
+                )
+            return
         self._need_turn(event, data)
         call_id = _result_call_id(data)
         call = self._calls.get(call_id) if call_id is not None else None
@@ -314,12 +342,15 @@ class StructureChecker:
                 f"tool/result answers call {call_id!r}, which has no tool/call in turn "
                 f"{self.open_turn}",
             )
-        if _int(data.get("step")) != call.step:
+        step = _int(data.get("step"))
+        repaired = step is not None and step == self.open_step and _is_outcome_unknown(data)
+        if step != call.step and not repaired:
             self._fail(
                 event,
                 "step-mismatch",
                 f"tool/result for call {call_id!r} names step {data.get('step')!r}, but the "
-                f"tool/call (seq {call.call_seq}) is in step {call.step}",
+                f"tool/call (seq {call.call_seq}) is in step {call.step} and the open step is "
+                f"{self.open_step}",
             )
 
     # -- advancing ------------------------------------------------------------------------------
@@ -359,7 +390,7 @@ class StructureChecker:
             self._add_blocks(event, data, self.open_turn)
         elif kind == "tool/call":
             self._add_call(event, data, self.open_turn)
-        elif kind == "tool/result":
+        elif kind == "tool/result" and not _is_rewrite(event):
             call_id = _result_call_id(data)
             call = self._calls.get(call_id) if call_id is not None else None
             if call is not None:

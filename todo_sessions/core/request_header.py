@@ -1,0 +1,92 @@
+"""``request/header`` and ``request/context`` in the reference's shapes, and the upcaster that
+reads the shape todo-sessions wrote before (docs/format.md, "Request records").
+
+The reference's ``request/header`` is ``{header: {config: {provider, model, ...}, adapterDefaults?,
+system?, tools?}, reason}``, ``reason`` one of ``initial``, ``resume``, ``change``. Earlier
+versions of todo-sessions wrote ``{provider, model, system?, tools}`` instead. Such events stay in
+the log as they were written (the log is never rewritten); readers go through
+`upcast_request_header`, and the payload model accepts both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from .messages import WireModel
+
+__all__ = [
+    "LEGACY_HEADER_KEYS",
+    "EpochHeader",
+    "LlmCallConfig",
+    "RequestContextData",
+    "RequestHeaderData",
+    "is_legacy_request_header",
+    "upcast_request_header",
+]
+
+LEGACY_HEADER_KEYS = frozenset({"provider", "model", "system", "tools"})
+"""The keys of the ``request/header`` payload todo-sessions wrote before it took the
+reference's shape."""
+
+
+def is_legacy_request_header(data: Any) -> bool:
+    """Whether ``data`` is a ``request/header`` payload in todo-sessions' earlier shape:
+    ``{provider, model, system?, tools?}`` with string provider and model, and no ``header``."""
+    return (
+        isinstance(data, Mapping)
+        and "header" not in data
+        and isinstance(data.get("provider"), str)
+        and isinstance(data.get("model"), str)
+    )
+
+
+def upcast_request_header(data: Mapping[str, Any], *, reason: str = "initial") -> dict[str, Any]:
+    """``data`` in the reference's shape: an earlier todo-sessions payload is turned into
+    ``{header: {config: {provider, model}, system?, tools?, ...}, reason}`` (any other keys it
+    had go into ``header`` unchanged); a payload already in that shape is returned as a copy."""
+    if not is_legacy_request_header(data):
+        return dict(data)
+    header: dict[str, Any] = {"config": {"provider": data["provider"], "model": data["model"]}}
+    header.update((key, value) for key, value in data.items() if key not in ("provider", "model"))
+    return {"header": header, "reason": reason}
+
+
+class LlmCallConfig(WireModel):
+    """``header.config``: the model call's configuration; provider and model non-empty."""
+
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    reasoning_effort: str | None = Field(default=None, min_length=1)
+    max_tokens: int | None = None
+
+
+class EpochHeader(WireModel):
+    config: LlmCallConfig
+    adapter_defaults: dict[str, Literal[True]] | None = None
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+
+
+class RequestHeaderData(WireModel):
+    """``request/header``: the request configuration from this event on."""
+
+    header: EpochHeader
+    reason: str | None = None
+    """``initial``, ``resume`` or ``change`` when written by the reference or by us."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upcast(cls, data: Any) -> Any:
+        return upcast_request_header(data) if is_legacy_request_header(data) else data
+
+
+class RequestContextData(WireModel):
+    """``request/context``: ``{provider, model, contextWindow?}``. Each field is checked when
+    present; none is required (the reference does not check this record when reading)."""
+
+    provider: str | None = None
+    model: str | None = None
+    context_window: int | None = None
