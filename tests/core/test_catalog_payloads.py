@@ -399,6 +399,10 @@ def test_the_built_in_catalog() -> None:
         "request/context": "RequestRecordData",
         "session/end-seed": "SessionEndSeedData",
         "session/meta": "SessionMetaData",
+        "compaction/start": "CompactionStartData",
+        "compaction/summary": "CompactionSummaryData",
+        "compaction/end": "CompactionEndData",
+        "compaction/prune": "CompactionPruneData",
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]
