@@ -255,6 +255,21 @@ __all__ = [
     "validate_event",
 ]
 
+# -- compaction (docs/format.md, "Compaction") ------------------------------------------------
+from .errors import CompactionError  # noqa: E402
+
+_LAZY.update(
+    {
+        "CompactionPolicy": ".agent.loop",
+        "CompactionResult": ".core.compaction",
+        "PruneResult": ".core.compaction",
+    }
+)
+if TYPE_CHECKING:
+    from .agent.loop import CompactionPolicy
+    from .core.compaction import CompactionResult, PruneResult
+__all__ += ["CompactionError", "CompactionPolicy", "CompactionResult", "PruneResult"]
+
 
 def __dir__() -> list[str]:
     return sorted(__all__)

@@ -314,8 +314,9 @@ class SyncSessionService:
 
     The methods are `SessionService`'s, blocking: `new`, `resume`, `fork`, `get`, `flush`,
     `checkpoint`, `close` (one session; without an id the whole service, like
-    `SessionService.aclose`), `discard`, `live_ids`, `pending`, plus `follow` (a blocking
-    iterator, as `SyncSessionStore.follow`). See the module docstring about threads.
+    `SessionService.aclose`), `discard`, `live_ids`, `pending`, `compact`,
+    `prune_tool_results`, plus `follow` (a blocking iterator, as `SyncSessionStore.follow`).
+    See the module docstring about threads.
     """
 
     def __init__(
@@ -363,6 +364,8 @@ class SyncSessionService:
     flush = _blocking(SessionService.flush)
     checkpoint = _blocking(SessionService.checkpoint)
     discard = _blocking(SessionService.discard)
+    compact = _blocking(SessionService.compact)
+    prune_tool_results = _blocking(SessionService.prune_tool_results)
 
     def get(self, session_id: str) -> Session:
         """The live session ``session_id`` (`SessionNotFoundError` if it is not live here)."""
