@@ -228,9 +228,26 @@ class LogBuilder:
         }
         if error is not None:
             data["error"] = error
+        replaced = self._replaced_result(surface_op)
+        if replaced is not None:  # a rewrite changes only the result block's content
+            data = replaced.to_dict()["data"]
+            data["message"]["content"][0]["content"] = block["content"]
         if cites is None and call_id in self.tool_calls:
             cites = [self.tool_calls[call_id]]
         return self.add("tool/result", data, surface_op=surface_op, source_event_seqs=cites)
+
+    def _replaced_result(self, surface_op: Any) -> SessionEvent | None:
+        """The ``tool/result`` a one-node replace names, if that is what ``surface_op`` is."""
+        if isinstance(surface_op, SurfaceReplace):
+            span = (surface_op.start, surface_op.end)
+        elif isinstance(surface_op, dict):
+            span = (surface_op.get("start"), surface_op.get("end"))
+        else:
+            return None
+        found = [e for e in self.events if e.seq == span[0]]
+        if span[0] != span[1] or not found or found[0].type != "tool/result":
+            return None
+        return found[0]
 
     # -- other records --------------------------------------------------------------------------
 

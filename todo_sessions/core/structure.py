@@ -11,6 +11,8 @@ Rules (each violation raises `StructureError` with a short ``rule`` slug and the
 - a ``tool/result`` answers a ``tool/call`` of the open turn and names that call's step; a
   synthetic "not started" result (``error.code == "TOOL_NOT_STARTED"``) only has to name the
   open turn;
+- a ``tool/result`` that replaces another (a content rewrite the surface rules checked, such
+  as pruning an earlier turn's output) is not an answer: it only needs an open turn;
 - ``turn/end`` names the open turn and needs no open step;
 - ``todo/write``, ``request/header`` and ``request/context`` need an open turn;
 - ``session/end-seed`` must be outside any open turn;
@@ -92,6 +94,11 @@ def _exact(value: Any, kind: type, *, none: bool = False) -> Any:
 def _is_not_started(data: Mapping[str, Any]) -> bool:
     error = data.get("error")
     return isinstance(error, dict) and error.get("code") == NOT_STARTED_CODE
+
+
+def _is_rewrite(event: SessionEvent) -> bool:
+    """A ``tool/result`` replacing another: a rewrite of its content, not an answer."""
+    return event.surface_op is not None and event.surface_op != "append"
 
 
 def _result_call_id(data: Mapping[str, Any]) -> str | None:
@@ -296,6 +303,14 @@ class StructureChecker:
             )
 
     def _check_tool_result(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
+        if _is_rewrite(event):
+            if self.open_turn is None:
+                self._fail(
+                    event,
+                    "outside-turn",
+                    "tool/result surface replacement appended outside any open turn",
+                )
+            return
         self._need_turn(event, data)
         call_id = _result_call_id(data)
         call = self._calls.get(call_id) if call_id is not None else None
@@ -359,7 +374,7 @@ class StructureChecker:
             self._add_blocks(event, data, self.open_turn)
         elif kind == "tool/call":
             self._add_call(event, data, self.open_turn)
-        elif kind == "tool/result":
+        elif kind == "tool/result" and not _is_rewrite(event):
             call_id = _result_call_id(data)
             call = self._calls.get(call_id) if call_id is not None else None
             if call is not None:

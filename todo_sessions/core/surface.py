@@ -402,9 +402,11 @@ class SurfaceState:
                 self._messages.append(message)
             return
         assert isinstance(op, SurfaceReplace)
-        first, last = self._check_replace(event, op)
-        message = _build_message(event) if self._build else None
         self._decode()
+        first, last = self._check_replace(event, op)
+        if event.type == "tool/result":
+            self._check_result_rewrite(event, self._order[first : last + 1])
+        message = _build_message(event) if self._build else None
         removed = tuple(self._order[first : last + 1])
         self._order[first : last + 1] = [event.seq]
         for seq in removed:
@@ -444,6 +446,61 @@ class SurfaceState:
                 "sourceEventSeqs",
             )
         return first, last
+
+    def _check_result_rewrite(self, event: SessionEvent, removed: list[int]) -> None:
+        """A ``tool/result`` replace rewrites one current ``tool/result`` and changes only the
+        ``content`` of its result block (docs/format.md, "Surface rules")."""
+        if len(removed) != 1:
+            _fail(
+                event,
+                "tool/result surface replacement must rewrite exactly one current node "
+                f"(it spans {len(removed)})",
+                "surfaceOp",
+            )
+        wire = self._wire[removed[0]]
+        if isinstance(wire, SessionEvent):
+            kind, data = wire.type, wire._data
+        else:  # the node's checkpoint text
+            original = decode_fast(wire)
+            kind, data = original.get("type"), original.get("data")
+        if kind != "tool/result":
+            _fail(
+                event,
+                "tool/result surface replacement must target a current tool/result "
+                f"(seq {removed[0]} is {kind!r})",
+                "surfaceOp",
+            )
+        before, after = _without_result_content(data), _without_result_content(event._data)
+        if not _json_equal(before, after):
+            _fail(
+                event,
+                "tool/result surface replacement may change only content (the result "
+                f"block's content; everything else must equal seq {removed[0]}'s)",
+                "data",
+            )
+
+
+def _without_result_content(data: Any) -> Any:
+    """A ``tool/result`` payload with its result block's ``content`` set to null."""
+    try:
+        message = data["message"]
+        block = {**message["content"][0], "content": None}
+        return {**data, "message": {**message, "content": [block]}}
+    except (KeyError, IndexError, TypeError):
+        return data
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values as JSON sees it: ``true`` is not ``1``, ``1`` is ``1.0``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_json_equal, a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
 
 
 def _node_text(event: SessionEvent) -> str:
