@@ -306,7 +306,7 @@ class CompactionError(TodoSessionsError, ValueError):
 
     ``seq`` names the event at fault (None when there is none, e.g. an empty span) and
     ``reason`` is a short slug: ``empty``, ``not-on-surface``, ``reversed``, ``cuts-call``,
-    ``open-step``, ``summary``.
+    ``open-step``, ``summary``, ``outside-turn`` (a prune needs an open turn).
     """
 
     def __init__(self, message: str, *, seq: int | None, reason: str) -> None:

@@ -384,7 +384,9 @@ class SessionService:
             try:
                 await self.flush(session_id)
                 self.last_flush_error = None
-                await self._maybe_write_checkpoint(session_id, turn_end=name == "turn-end")
+                await self._maybe_write_checkpoint(
+                    session_id, turn_end=name in ("turn-end", "compaction")
+                )
                 return
             except (StoreBusyError, StoreError) as exc:
                 self.last_flush_error = exc

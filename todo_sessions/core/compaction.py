@@ -403,12 +403,20 @@ def plan_prune(
 ) -> tuple[list[PendingEvent], PruneResult]:
     """The events that prune the old tool results on ``state``'s surface: every
     ``tool/result`` node below ``before_seq`` (default: all) except the ``keep_last`` latest
-    results, and except results already pruned to ``placeholder``. Each gets a
+    results, and except results already pruned to ``placeholder``; inside an open turn only
+    (`CompactionError` otherwise). Each gets a
     ``compaction/prune`` and a replacement that differs only in the result's content."""
     if keep_last < 0:
         raise ValueError("keep_last must be >= 0")
     if not isinstance(placeholder, str) or not placeholder.strip():
         raise ValueError("placeholder must be a non-empty string")
+    if state.structure.open_turn is None:
+        raise CompactionError(
+            "tool results are pruned inside an open turn (a result rewrite needs one: "
+            "docs/format.md, Turns and steps)",
+            seq=None,
+            reason="outside-turn",
+        )
     surface = state.surface
     results = [seq for seq in surface.seqs if surface.node_event(seq).type == "tool/result"]
     if keep_last:
