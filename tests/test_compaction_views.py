@@ -130,3 +130,29 @@ def test_the_web_timeline_marks_it_and_the_pane_follows(
     summary = after["messages"][0]["content"]
     assert summary[0]["text"] == "Asked once and read a file."
     assert "[~] fix" in summary[1]["text"]
+
+
+def test_acp_replay_shows_the_summary_as_a_user_message_and_keeps_the_plan(
+    built: tuple[str, dict[str, int]],
+) -> None:
+    pytest.importorskip("acp")
+    from todo_sessions import SyncSessionStore
+    from todo_sessions.acp import replay_updates, update_to_wire
+
+    url, _ = built
+    with SyncSessionStore(url) as store:
+        events = store.read_from("cv")
+    updates = [update_to_wire(u) for u in replay_updates(events)]
+    kinds = [u["sessionUpdate"] for u in updates]
+    users = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "user_message_chunk"]
+    assert users[-2:] == [
+        "Asked once and read a file.",
+        "Your todo list when this summary was written (keep it up to date with todo_write):\n"
+        "[todos]\n[x] read\n[~] fix",
+    ]
+    # the last plan the client got is the todo list; the prune updated no tool output
+    plans = [u for u in updates if u["sessionUpdate"] == "plan"]
+    assert [e["content"] for e in plans[-1]["entries"]] == ["read", "fix"]
+    results = [u for u in updates if u["sessionUpdate"] == "tool_call_update"]
+    assert len(results) == 2  # r1, r2: the pruned rewrite of r2 sent nothing
+    assert kinds[-1] != "tool_call_update"
