@@ -298,7 +298,7 @@ def plan_compaction(
             reason="reversed",
         )
     span = order[first : last + 1]
-    for seq in span:
+    for seq in span if state.structure.open_step is not None else ():
         if _in_open_step(surface.node_event(seq), state, open_step_seq):
             raise CompactionError(
                 f"the span ends inside the open step {state.structure.open_step} "
@@ -320,7 +320,7 @@ def plan_compaction(
     turn = state.structure.open_turn
     removed_messages = [surface.node_message(seq) for seq in span]
     shadowed = estimate_tokens(removed_messages)
-    kept = [surface.node_message(seq) for seq in order if seq not in set(span)]
+    kept = [surface.node_message(seq) for seq in (*order[:first], *order[last + 1 :])]
     message_blocks = list(blocks)
     plan = plan_text(todos)
     if plan is not None:
