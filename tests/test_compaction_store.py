@@ -20,6 +20,7 @@ from todo_sessions import (
 )
 from todo_sessions.core.compaction import PLAN_HEADING
 from todo_sessions.core.verify import verify_events
+from todo_sessions.integrity import verify_session
 from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 PLAN = {
@@ -102,6 +103,11 @@ async def test_compaction_is_stored_and_a_resume_from_its_checkpoint_sees_it(
         assert [p.call_id for p in pruned.pruned] == ["call_5_1", "call_5_2", "call_1_1"]
         events = await service.store.read_from("comp")
         assert verify_events(events) == []
+        # every checkpoint, before and after the compaction, is what a fold recomputes
+        checkpoints = [c.seq for c in await service.store.checkpoints("comp")]
+        assert any(seq <= before_seq for seq in checkpoints)
+        assert any(seq > before_seq + 4 for seq in checkpoints)
+        assert await verify_session(service.store, "comp") == []
         assert len(events) == session.next_seq
         messages = await service.store.derive_messages("comp")
         assert messages == list(session.derive_messages())
