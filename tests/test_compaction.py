@@ -262,3 +262,18 @@ def test_verify_reports_a_replace_that_cuts_a_call_from_its_result() -> None:
     problems = verify_events(b.events)
     assert [(p.seq, p.kind) for p in problems] == [(cut.seq, "surface")]
     assert "cuts tool call 'c1'" in problems[0].message
+
+
+def test_a_span_holding_a_call_without_its_result_yet_is_refused() -> None:
+    b = LogBuilder()
+    b.exchange("one")
+    b.turn_start()
+    b.user("two")
+    b.step_start()
+    call = b.assistant("calling", calls=["late"])
+    b.step_end()  # the result is still to come
+    session = Session(header(), b.events, strict=True)
+    with pytest.raises(CompactionError) as refused:
+        session.compact("S", end_seq=call.seq)
+    assert (refused.value.reason, refused.value.seq) == ("cuts-call", call.seq)
+    assert "'late'" in str(refused.value) and "no result yet" in str(refused.value)

@@ -224,8 +224,8 @@ for _name, _model, _surface in (
     register_event_type(_name, _model, surface=_surface)
 
 # The compaction records (docs/format.md, "Compaction"): log-only.
-for _name, _model in COMPACTION_EVENT_TYPES.items():
-    register_event_type(_name, _model)
+for _record, _record_model in COMPACTION_EVENT_TYPES.items():
+    register_event_type(_record, _record_model)
 
 
 def _where(event: SessionEvent) -> str:

@@ -175,7 +175,10 @@ def _cut(
         if inside_call and result is None and call_id in unanswered:
             if call_id in kept_calls:
                 continue
-            return f"it holds tool call {call_id!r} (seq {order[call]}), which has no result yet"
+            return (
+                f"it holds tool call {call_id!r} (seq {order[call]}), which has no result yet",
+                order[call],
+            )
         if result is None or inside_call == inside_result:
             continue
         if (inside_call and call_id in kept_calls) or (inside_result and call_id in kept_results):
