@@ -325,7 +325,7 @@ class SurfaceState:
             surface._order = list(order)
             for seq, start, end, removed in state["replacements"]:
                 numbers = [seq, start, end, *removed]
-                if any(type(n) is not int for n in numbers):
+                if not set(map(type, numbers)) <= {int}:  # (in C: a compaction removes many)
                     raise ValueError(f"replacement {numbers!r} is not made of seqs")
                 surface._replacements.append(Replacement(seq, start, end, tuple(removed)))
         except (KeyError, TypeError) as exc:
