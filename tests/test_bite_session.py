@@ -74,7 +74,8 @@ def test_a_surface_event_without_surface_op_names_itself() -> None:
     with pytest.raises(InvalidEventError) as info:
         session.append("user/message", data)
     assert str(info.value) == (
-        "event 'user/message' (seq 0): a live session needs surfaceOp on surface events"
+        "event 'user/message' (seq 0) is surface-eligible and requires a surfaceOp marker "
+        '("append" or a replace)'
     )
     assert (info.value.event_type, info.value.seq, info.value.field) == (
         "user/message",

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from .core.catalog import EVENT_TYPES
 from .core.checkpoint import LiveState
 from .core.compaction import (
     DEFAULT_PLACEHOLDER,
@@ -29,7 +28,6 @@ from .core.header import SessionHeader
 from .core.structure import OpenCall
 from .core.surface import MessageSnapshot
 from .core.todos import TodoItem
-from .errors import InvalidEventError
 
 __all__ = ["Session", "Subscriber", "wall_clock_ms"]
 
@@ -213,15 +211,6 @@ class Session:
             source_event_seqs=source_event_seqs,
             ignorable=ignorable,
         )
-        entry = EVENT_TYPES.get(type)
-        if entry is not None and entry.surface and event.surface_op is None:
-            raise InvalidEventError(
-                f"event {type!r} (seq {event.seq}): a live session needs surfaceOp on "
-                "surface events",
-                event_type=type,
-                seq=event.seq,
-                field="surfaceOp",
-            )
         self._commit(event, check_structure=self.strict)
         self._notify(event)
         return event

@@ -188,7 +188,12 @@ PAYLOAD_ERRORS: list[tuple[str, Any, dict[str, Any], str, str]] = [
     ),
     (
         "assistant/message",
-        {"turn": 1, "step": 1, "message": {"id": "a", "content": [], "source": SOURCE}, "usage": 1},
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+            "usage": 1,
+        },
         {},
         "data.usage",
         "Input should be a valid dictionary",
@@ -198,7 +203,7 @@ PAYLOAD_ERRORS: list[tuple[str, Any, dict[str, Any], str, str]] = [
         {
             "turn": 1,
             "step": 1,
-            "message": {"id": "a", "content": [], "source": SOURCE},
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
             "interrupted": "yes",
         },
         {},
@@ -231,17 +236,21 @@ VALID: list[tuple[str, Any, dict[str, Any]]] = [
     ("turn/end", {"turn": 1, "reason": {"kind": "cancelled"}}, {}),
     ("step/start", {"turn": 1, "step": 1}, {}),
     ("user/message", user(), {"surface_op": "append", "source_event_seqs": [4]}),
-    ("user/message", user(), {}),
+    ("user/message", user(), {"surface_op": {"op": "replace", "start": 1, "end": 2}}),
     ("tool/call", {"turn": 1, "step": 1, "callId": "c", "name": "n", "arguments": ""}, {}),
     ("tool/result", tool_result([result_block()]), {"surface_op": "append"}),
     (
         "tool/result",
         {**tool_result([result_block()]), "error": {"name": "E", "code": "x"}, "meta": [1]},
-        {},
+        {"surface_op": "append"},
     ),
     (
         "assistant/message",
-        {"turn": 1, "step": 1, "message": {"id": "a", "content": [], "source": SOURCE}},
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+        },
         {"surface_op": "append", "source_event_seqs": []},
     ),
     ("todo/write", {"todos": [{"content": "a", "status": "in_progress"}]}, {}),
@@ -300,9 +309,18 @@ def test_source_event_seqs_rules(seqs: list[int], problem: str) -> None:
 
 
 def test_source_event_seqs_at_their_limits() -> None:
-    validate_event(SessionEvent("user/message", 5, 0, user(), source_event_seqs=[0, 4]))
     validate_event(
-        SessionEvent("tool/result", 1, 0, tool_result([result_block()]), source_event_seqs=[0])
+        SessionEvent("user/message", 5, 0, user(), surface_op="append", source_event_seqs=[0, 4])
+    )
+    validate_event(
+        SessionEvent(
+            "tool/result",
+            1,
+            0,
+            tool_result([result_block()]),
+            surface_op="append",
+            source_event_seqs=[0],
+        )
     )
 
 
@@ -479,7 +497,11 @@ def test_a_model_must_be_a_pydantic_model() -> None:
 
 def test_payload_model_defaults() -> None:
     data = catalog.AssistantMessageData.model_validate(
-        {"turn": 1, "step": 2, "message": {"id": "a", "content": [], "source": SOURCE}}
+        {
+            "turn": 1,
+            "step": 2,
+            "message": {"id": "a", "role": "assistant", "content": [], "source": SOURCE},
+        }
     )
     assert (data.usage, data.interrupted) == (None, None)
     assert data.message.role == "assistant"
@@ -509,12 +531,18 @@ def test_field_path() -> None:
 
 
 def test_tool_result_message_fields() -> None:
-    assert catalog.ToolSource(call_id="c").kind == "tool"
+    assert catalog.ToolSource(kind="tool", call_id="c").kind == "tool"
     message = catalog.ToolResultMessage.model_validate(
-        {"id": "m", "source": {"kind": "tool", "callId": "c"}, "content": [result_block("c")]}
+        {
+            "id": "m",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c"},
+            "content": [result_block("c")],
+        }
     )
     assert (message.id, message.role, message.source.call_id) == ("m", "user", "c")
-    validate_event(SessionEvent("tool/result", 5, 0, tool_result([result_block("c")], "c")))
+    result = tool_result([result_block("c")], "c")
+    validate_event(SessionEvent("tool/result", 5, 0, result, surface_op="append"))
     data = tool_result([result_block()])
     data["message"]["id"] = ""
     assert refusal(SessionEvent("tool/result", 5, 0, data)) == (

@@ -511,7 +511,9 @@ def test_building_validating_and_parsing_touch_no_global_state() -> None:
         session_id = f"session-{i}-é"
         assert check_session_id(session_id) == session_id
         for kind, data in TYPICAL.items():
-            event = SessionEvent(kind, i, i, {**data} if isinstance(data, dict) else data)
+            op = "append" if catalog.EVENT_TYPES[kind].surface else None
+            payload = {**data} if isinstance(data, dict) else data
+            event = SessionEvent(kind, i, i, payload, surface_op=op)
             validate_event(event)
             assert SessionEvent.from_json(event.to_json()) == event
     assert (gc.isenabled(), gc.get_threshold()) == gc_before == (True, gc_before[1])

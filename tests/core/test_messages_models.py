@@ -86,10 +86,29 @@ def test_snake_case_attributes_and_camel_case_wire_keys() -> None:
 
 def test_defaults() -> None:
     assert ToolResultBlock(tool_call_id="c1", content=[]).is_error is None
-    assert ModelSource(provider="p", model="m").kind == "model"
-    user = UserMessage(id="u1", content=[], source=MessageSource(kind="user"))
-    assistant = AssistantMessage(id="a1", content=[], source=ModelSource(provider="p", model="m"))
-    assert (user.role, assistant.role) == ("user", "assistant")
+
+
+@pytest.mark.parametrize(
+    ("cls", "data", "loc"),
+    [
+        (ModelSource, {"provider": "p", "model": "m"}, ("kind",)),
+        (ModelSource, {"kind": "model", "provider": "", "model": "m"}, ("provider",)),
+        (ModelSource, {"kind": "model", "provider": "p", "model": ""}, ("model",)),
+        (UserMessage, {"id": "u1", "content": [], "source": {"kind": "user"}}, ("role",)),
+        (
+            AssistantMessage,
+            {"id": "a1", "content": [], "source": {"kind": "model", "provider": "p", "model": "m"}},
+            ("role",),
+        ),
+    ],
+)
+def test_required_fields_have_no_defaults(
+    cls: type[WireModel], data: dict[str, Any], loc: tuple[str, ...]
+) -> None:
+    """Issue 25, item 4: a missing role or source kind, or an empty provider, is refused."""
+    with pytest.raises(ValidationError) as info:
+        cls.model_validate(data)
+    assert info.value.errors()[0]["loc"] == loc
 
 
 def test_to_wire_leaves_unset_optional_keys_out_and_keeps_extra_keys() -> None:
@@ -127,10 +146,15 @@ def test_a_block_whose_type_is_not_a_string_is_an_invalid_unknown_block(tag: Any
         (ToolCallBlock, {"id": "c1", "name": "", "arguments": "{}"}, "name"),
         (ToolResultBlock, {"toolCallId": "", "content": []}, "toolCallId"),
         (MessageSource, {"kind": ""}, "kind"),
-        (UserMessage, {"id": "", "content": [], "source": {"kind": "user"}}, "id"),
+        (UserMessage, {"id": "", "role": "user", "content": [], "source": {"kind": "user"}}, "id"),
         (
             AssistantMessage,
-            {"id": "", "content": [], "source": {"provider": "p", "model": "m"}},
+            {
+                "id": "",
+                "role": "assistant",
+                "content": [],
+                "source": {"kind": "model", "provider": "p", "model": "m"},
+            },
             "id",
         ),
     ],
@@ -172,7 +196,7 @@ def test_models_are_frozen_and_hashable() -> None:
     assert info.value.errors()[0]["type"] == "frozen_instance"
     assert block.text == "a"
     assert hash(block) == hash(TextBlock(text="a"))
-    source = ModelSource(provider="p", model="m")
+    source = ModelSource(kind="model", provider="p", model="m")
     with pytest.raises(ValidationError):
         source.model = "n"  # type: ignore[misc]
 
@@ -214,7 +238,12 @@ def test_messages_are_picked_by_role() -> None:
 def test_an_assistant_message_needs_a_model_source() -> None:
     with pytest.raises(ValidationError) as info:
         AssistantMessage.model_validate(
-            {"id": "a1", "content": [], "source": {"kind": "user", "provider": "p", "model": "m"}}
+            {
+                "id": "a1",
+                "role": "assistant",
+                "content": [],
+                "source": {"kind": "user", "provider": "p", "model": "m"},
+            }
         )
     assert info.value.errors()[0]["loc"] == ("source", "kind")
 
@@ -224,7 +253,9 @@ def test_constructed_models_write_their_default_tags() -> None:
         tool_call_id="c1",
         content=[TextBlock(text="ok"), UnknownBlock(type="audio", data="UklG")],
     )
-    message = UserMessage(id="u1", content=[result], source=MessageSource(kind="tool", callId="c1"))
+    message = UserMessage(
+        id="u1", role="user", content=[result], source=MessageSource(kind="tool", callId="c1")
+    )
     wire = message.to_wire()
     assert wire == {
         "id": "u1",
@@ -244,8 +275,9 @@ def test_constructed_models_write_their_default_tags() -> None:
     assert messages_adapter.validate_python([wire]) == [message]
     assistant = AssistantMessage(
         id="a1",
+        role="assistant",
         content=[ReasoningBlock(text="hm"), ToolCallBlock(id="c1", name="read", arguments="{}")],
-        source=ModelSource(provider="p", model="m"),
+        source=ModelSource(kind="model", provider="p", model="m"),
     )
     assert assistant.to_wire() == {
         "id": "a1",
@@ -266,12 +298,18 @@ def test_constructed_models_write_their_default_tags() -> None:
 
 
 def test_to_wire_of_a_wire_dict_gives_it_back_with_its_tags() -> None:
-    wire = {"id": "a1", "content": [], "source": {"provider": "p", "model": "m"}, "extra": [1]}
+    wire = {
+        "id": "a1",
+        "role": "assistant",
+        "content": [{"type": "tool-result", "toolCallId": "c1", "content": []}],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+        "extra": [1],
+    }
     message = AssistantMessage.model_validate(wire)
     assert message.to_wire() == {
         "id": "a1",
         "role": "assistant",
-        "content": [],
+        "content": [{"type": "tool-result", "toolCallId": "c1", "content": []}],
         "source": {"kind": "model", "provider": "p", "model": "m"},
         "extra": [1],
     }

@@ -144,10 +144,12 @@ def test_empty_assistant_message_is_on_the_surface_but_yields_nothing() -> None:
 def test_events_without_surface_op_are_not_on_the_surface() -> None:
     b = LogBuilder()
     b.user("kept")
-    b.user("not surfaced", surface_op=None)
     b.add("custom/note", {"x": 1}, ignorable=True)
     assert fold_surface(b.events).seqs == (0,)
     assert [text_of(m) for m in derive_messages(b.events)] == ["kept"]
+    # a surface type without surfaceOp is refused, not silently left off (issue 25, item 3)
+    with pytest.raises(InvalidEventError, match="requires a surfaceOp marker"):
+        b.user("not surfaced", surface_op=None)
 
 
 def test_unknown_ignorable_surface_event_holds_a_place_but_yields_no_message() -> None:

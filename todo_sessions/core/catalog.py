@@ -113,13 +113,13 @@ class ToolCallData(StepData):
 
 
 class ToolSource(MessageSource):
-    kind: Literal["tool"] = "tool"
+    kind: Literal["tool"]
     call_id: str = Field(min_length=1)
 
 
 class ToolResultMessage(WireModel):
     id: str = Field(min_length=1)
-    role: Literal["user"] = "user"
+    role: Literal["user"]
     source: ToolSource
     content: list[ContentBlock]
 
@@ -256,10 +256,11 @@ def _payload_error(event: SessionEvent, exc: ValidationError) -> InvalidEventErr
 def validate_event(event: SessionEvent) -> None:
     """Check one event against the catalog; raise `InvalidEventError` naming type, seq, field.
 
-    Unregistered types pass only when marked ``ignorable``. Surface fields are allowed only on
-    surface-eligible types; ``sourceEventSeqs`` must be unique, each smaller than the event's
-    own seq, and non-empty (except on ``assistant/message``). An event that passed once is not
-    checked again (events are immutable, and so are the entries of the registry).
+    Unregistered types pass only when marked ``ignorable``. A surface-eligible type needs a
+    ``surfaceOp``; surface fields are allowed only on surface-eligible types;
+    ``sourceEventSeqs`` must be unique, each smaller than the event's own seq, and non-empty
+    (except on ``assistant/message``). An event that passed once is not checked again (events
+    are immutable, and so are the entries of the registry).
     """
     entry = _REGISTRY.get(event.type)
     if entry is not None and getattr(event, "_checked", None) is entry:
@@ -309,7 +310,15 @@ def validate_event(event: SessionEvent) -> None:
             entry.model.model_validate(event._data)
         except ValidationError as exc:
             raise _payload_error(event, exc) from None
-    if event.type == "todo/write":
+    if entry.surface and event.surface_op is None:
+        raise InvalidEventError(
+            f"{_where(event)} is surface-eligible and requires a surfaceOp marker "
+            '("append" or a replace)',
+            event_type=event.type,
+            seq=event.seq,
+            field="surfaceOp",
+        )
+    elif event.type == "todo/write":
         problem = todo_list_problem(event._data.get("todos"))
         if problem:
             raise InvalidEventError(

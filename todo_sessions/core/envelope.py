@@ -94,6 +94,19 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
     )
 
 
+def _null_surface_field(event_type: Any, seq: Any, key: str) -> NoReturn:
+    """Refuse ``"surfaceOp": null`` or ``"sourceEventSeqs": null``: a key that is present is
+    checked as present (docs/format.md, "Surface rules")."""
+    from .catalog import EVENT_TYPES  # the catalog builds on this module
+
+    entry = EVENT_TYPES.get(event_type) if isinstance(event_type, str) else None
+    if entry is not None and not entry.surface:
+        problem = f"may not carry {key} (not even null): only surface events do"
+    else:
+        problem = f"carries an invalid {key}: null (leave the key out instead)"
+    _fail(f"{_label(event_type, seq)} {problem}", event_type=event_type, seq=seq, field=key)
+
+
 def _surface_op_wire(op: SurfaceOp | None) -> Any:
     return op.to_wire() if isinstance(op, SurfaceReplace) else op
 
@@ -384,6 +397,9 @@ class SessionEvent:
                 seq=seq,
                 field="ignorable",
             )
+        for key in ("surfaceOp", "sourceEventSeqs"):
+            if key in wire and wire[key] is None:  # absent is not the same as null
+                _null_surface_field(event_type, seq, key)
         data = wire["data"]
         return cls(
             wire["type"],

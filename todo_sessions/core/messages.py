@@ -142,21 +142,23 @@ class MessageSource(WireModel):
 
 
 class ModelSource(WireModel):
-    kind: Literal["model"] = "model"
-    provider: str
-    model: str
+    """``{kind: "model", provider, model}``: every key required, provider and model non-empty."""
+
+    kind: Literal["model"]
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
 
 
 class UserMessage(WireModel):
     id: str = Field(min_length=1)
-    role: Literal["user"] = "user"
+    role: Literal["user"]
     content: list[ContentBlock]
     source: MessageSource
 
 
 class AssistantMessage(WireModel):
     id: str = Field(min_length=1)
-    role: Literal["assistant"] = "assistant"
+    role: Literal["assistant"]
     content: list[ContentBlock]
     source: ModelSource
 

@@ -8,6 +8,7 @@ distance back to the latest ``todo/write`` (or ``turn/start``), not the whole lo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,9 +61,10 @@ def todo_list_problem(todos: Any) -> str | None:
             return f"todos[{i}].content must be a non-empty string"
         status = item.get("status")
         if status not in TODO_STATUSES:
-            return f"todos[{i}].status must be one of {', '.join(TODO_STATUSES)}, got {status!r}"
+            shown = json.dumps(status, ensure_ascii=False)  # JSON in, JSON out
+            return f"todos[{i}].status must be one of {', '.join(TODO_STATUSES)}, got {shown}"
         if key in seen:
-            return f'todos[{i}]: duplicate content "{key}"'
+            return f"todos[{i}]: duplicate content {json.dumps(key, ensure_ascii=False)}"
         seen.add(key)
     return None
 

@@ -12,6 +12,7 @@ agent's session.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from ..errors import InvalidEventError, StructureError
@@ -120,7 +121,8 @@ class TodoWriteTool:
         seen: set[str] = set()
         for item in todos:
             if item["content"] in seen:
-                return f'invalid todos: duplicate content "{item["content"]}"'
+                quoted = json.dumps(item["content"], ensure_ascii=False)
+                return f"invalid todos: duplicate content {quoted}"
             seen.add(item["content"])
         in_progress = sum(item["status"] == "in_progress" for item in todos)
         if in_progress > 1 and not self.allow_parallel_in_progress:
