@@ -323,6 +323,7 @@ class AgentLoop:
             *shown,
             UserMessage(
                 id=f"{session.id}:compaction-request",
+                role="user",
                 content=[TextBlock(text=policy.instructions)],
                 source=MessageSource(kind="compaction-request"),
             ),
