@@ -376,7 +376,9 @@ class SessionService:
         A transient failure (`StoreBusyError`, a lost connection) is retried a few times; if
         it persists it is logged and the events stay queued for the next checkpoint, except at
         ``"before-tool"``, where it is raised: a tool must not run before its ``tool/call`` is
-        durable, or a crash could repeat its side effects with no trace. Other failures (a seq
+        durable, or a crash could repeat its side effects with no trace. ``"turn-end"`` and
+        ``"compaction"`` (after `compact` and `prune_tool_results`) also write a projection
+        checkpoint. Other failures (a seq
         conflict with another writer, a deleted session) are raised at once.
         """
         delays = _BEFORE_TOOL_RETRIES if name == "before-tool" else _RETRIES

@@ -347,7 +347,8 @@ def plan_compaction(
         "trigger": trigger,
         "tokensBefore": before,
     }
-    record = {k: v for k, v in (call_record or {}).items() if k not in shadow}
+    owned = {*shadow, "compactionId", "summary"}  # the record cannot override these
+    record = {k: v for k, v in (call_record or {}).items() if k not in owned}
     events = [
         PendingEvent("compaction/start", start),
         PendingEvent(
