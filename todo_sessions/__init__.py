@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": (
         "CheckpointError",
+        "CompactionError",
         "CorruptSessionError",
         "EventsNotStoredError",
         "FormatUnsupportedError",
@@ -50,7 +51,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RetryPolicy",
         "model_from_spec",
     ),
-    ".agent.loop": ("AgentLoop", "TurnOutcome"),
+    ".agent.loop": ("AgentLoop", "CompactionPolicy", "TurnOutcome"),
     ".agent.model": ("Model", "ScriptedModel", "ScriptedResponse"),
     ".core.catalog": (
         "EVENT_TYPES",
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "validate_event",
     ),
     ".core.checkpoint": ("LiveState",),
+    ".core.compaction": ("CompactionResult", "PruneResult"),
     ".core.deltas": (
         "Finish",
         "ModelDelta",
@@ -113,6 +115,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .agent.adapters import RetryPolicy as RetryPolicy
     from .agent.adapters import model_from_spec as model_from_spec
     from .agent.loop import AgentLoop as AgentLoop
+    from .agent.loop import CompactionPolicy as CompactionPolicy
     from .agent.loop import TurnOutcome as TurnOutcome
     from .agent.model import Model as Model
     from .agent.model import ScriptedModel as ScriptedModel
@@ -123,6 +126,8 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .core.catalog import register_event_type as register_event_type
     from .core.catalog import validate_event as validate_event
     from .core.checkpoint import LiveState as LiveState
+    from .core.compaction import CompactionResult as CompactionResult
+    from .core.compaction import PruneResult as PruneResult
     from .core.deltas import Finish as Finish
     from .core.deltas import ModelDelta as ModelDelta
     from .core.deltas import ReasoningDelta as ReasoningDelta
@@ -149,6 +154,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .core.todos import render_todos as render_todos
     from .core.todos import standing_plan as standing_plan
     from .errors import CheckpointError as CheckpointError
+    from .errors import CompactionError as CompactionError
     from .errors import CorruptSessionError as CorruptSessionError
     from .errors import EventsNotStoredError as EventsNotStoredError
     from .errors import FormatUnsupportedError as FormatUnsupportedError

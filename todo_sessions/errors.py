@@ -9,6 +9,9 @@
     │                                  (another writer got there first, or a replay)
     ├── InvalidEventError (ValueError) an event or payload is malformed; nothing written
     ├── StructureError                 strict mode: an append breaks turn/step structure
+    ├── CompactionError (ValueError)   a compaction or prune span that would break the
+    │                                  history (cuts a call from its result, ...); nothing
+    │                                  written
     ├── CorruptSessionError            a stored row cannot be decoded, or seqs have a gap
     ├── CheckpointError (ValueError)   a stored projection checkpoint this version cannot
     │                                  use (reads pass over it and fold instead)
@@ -292,3 +295,22 @@ class ModelRequestError(ModelError):
 
 class ModelAuthError(ModelRequestError):
     """No API key was found, or the provider refused it (HTTP 401/403)."""
+
+
+# -- compaction (docs/format.md, "Compaction") ------------------------------------------------
+
+__all__ += ["CompactionError"]
+
+
+class CompactionError(TodoSessionsError, ValueError):
+    """A compaction or tool-result prune was refused before anything was appended.
+
+    ``seq`` names the event at fault (None when there is none, e.g. an empty span) and
+    ``reason`` is a short slug: ``empty``, ``not-on-surface``, ``reversed``, ``cuts-call``,
+    ``open-step``, ``summary``, ``outside-turn`` (a prune needs an open turn).
+    """
+
+    def __init__(self, message: str, *, seq: int | None, reason: str) -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.reason = reason

@@ -121,8 +121,12 @@ class Timeline:
     def __init__(self, *, verbose: bool = False) -> None:
         self.verbose = verbose
         self.chunks = 0
+        self._compactions: dict[str, dict[str, Any]] = {}
+        """Open compactions by id: what their start and summary said (for the end's mark)."""
 
     def feed(self, event: SessionEvent) -> list[RenderableType]:
+        if event.type.startswith("compaction/"):
+            return self._compaction(event)
         if event.type == "turn/start":
             return [Rule(f"turn {event.data.get('turn')}", align="left", style="cyan")]
         if event.type == "assistant/chunk":
@@ -133,6 +137,47 @@ class Timeline:
         if line is None and self.verbose:
             line = Text(f"{event.seq:>5} {event.type} {short(event.data_json, 80)}", style="dim")
         return [] if line is None else [line]
+
+    def _compaction(self, event: SessionEvent) -> list[RenderableType]:
+        """The timeline mark of a compaction (docs/format.md, "Compaction"): one line at its
+        end with the replaced range, the trigger and the tokens before and after; one line per
+        pruned result."""
+        data = event.data
+        seq = Text(f"{event.seq:>5} ", style="dim")
+        if event.type == "compaction/prune":
+            shadowed = data.get("shadowedRange", {})
+            return [
+                seq
+                + Text(
+                    f"  pruned tool result {shadowed.get('start')} "
+                    f"(~{data.get('shadowedTokenCount')} tokens)",
+                    style="yellow",
+                )
+            ]
+        cid = str(data.get("compactionId"))
+        if event.type == "compaction/start":
+            self._compactions[cid] = {"trigger": data.get("trigger") or "?", **data}
+            return []
+        if event.type == "compaction/summary":
+            self._compactions.setdefault(cid, {"trigger": "?"}).update(data)
+            return []
+        if event.type != "compaction/end":
+            return []
+        seen = self._compactions.pop(cid, {"trigger": "?"})
+        trigger = seen["trigger"]
+        if data.get("error"):
+            text = f"compaction ({trigger}) failed: {short(str(data['error']), 80)}"
+            return [seq + Text(text, style="red")]
+        shadowed = seen.get("shadowedRange") or {}
+        count = len(seen.get("shadowedSeqs") or ())
+        tokens = ""
+        if seen.get("tokensBefore") is not None or data.get("tokensAfter") is not None:
+            tokens = f", tokens {seen.get('tokensBefore', '?')} → {data.get('tokensAfter', '?')}"
+        text = (
+            f"── compaction ({trigger}): seqs {shadowed.get('start', '?')}.."
+            f"{shadowed.get('end', '?')} replaced ({count} messages){tokens} ──"
+        )
+        return [seq + Text(text, style="bold yellow")]
 
     def close(self) -> list[RenderableType]:
         if self.chunks and not self.verbose:

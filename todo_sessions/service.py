@@ -30,11 +30,12 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
+from .core.compaction import DEFAULT_PLACEHOLDER, CompactionResult, PruneResult
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .errors import (
@@ -374,7 +375,9 @@ class SessionService:
         A transient failure (`StoreBusyError`, a lost connection) is retried a few times; if
         it persists it is logged and the events stay queued for the next checkpoint, except at
         ``"before-tool"``, where it is raised: a tool must not run before its ``tool/call`` is
-        durable, or a crash could repeat its side effects with no trace. Other failures (a seq
+        durable, or a crash could repeat its side effects with no trace. ``"turn-end"`` and
+        ``"compaction"`` (after `compact` and `prune_tool_results`) also write a projection
+        checkpoint. Other failures (a seq
         conflict with another writer, a deleted session) are raised at once.
         """
         delays = _BEFORE_TOOL_RETRIES if name == "before-tool" else _RETRIES
@@ -382,7 +385,9 @@ class SessionService:
             try:
                 await self.flush(session_id)
                 self.last_flush_error = None
-                await self._maybe_write_checkpoint(session_id, turn_end=name == "turn-end")
+                await self._maybe_write_checkpoint(
+                    session_id, turn_end=name in ("turn-end", "compaction")
+                )
                 return
             except StoreError as exc:  # StoreBusyError too
                 self.last_flush_error = exc
@@ -418,6 +423,45 @@ class SessionService:
                 live.checkpointed = session.next_seq
         except TodoSessionsError as exc:
             logger.warning("session %r: checkpoint not written: %s", session_id, exc)
+
+    # -- compaction (docs/format.md, "Compaction") --------------------------------------------
+
+    async def compact(
+        self,
+        session_id: str,
+        summary: str | Sequence[Mapping[str, Any]],
+        *,
+        start_seq: int | None = None,
+        end_seq: int | None = None,
+        trigger: Literal["manual", "auto"] = "manual",
+        tokens_before: int | None = None,
+    ) -> CompactionResult:
+        """`Session.compact` on a live session, then a flush: the compaction's events are
+        stored in one append (all or nothing) and a projection checkpoint follows."""
+        result = self.get(session_id).compact(
+            summary,
+            start_seq=start_seq,
+            end_seq=end_seq,
+            trigger=trigger,
+            tokens_before=tokens_before,
+        )
+        await self.checkpoint(session_id, "compaction")
+        return result
+
+    async def prune_tool_results(
+        self,
+        session_id: str,
+        *,
+        before_seq: int | None = None,
+        keep_last: int = 3,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> PruneResult:
+        """`Session.prune_tool_results` on a live session, then a flush (one append)."""
+        result = self.get(session_id).prune_tool_results(
+            before_seq=before_seq, keep_last=keep_last, placeholder=placeholder
+        )
+        await self.checkpoint(session_id, "compaction")
+        return result
 
     async def close(self, session_id: str) -> None:
         """Flush and stop owning a live session (its lease is given back)."""

@@ -12,9 +12,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .core.checkpoint import LiveState
+from .core.compaction import (
+    DEFAULT_PLACEHOLDER,
+    CompactionResult,
+    PendingEvent,
+    PruneResult,
+    plan_compaction,
+    plan_prune,
+)
 from .core.envelope import SessionEvent, SurfaceOp
 from .core.header import SessionHeader
 from .core.structure import OpenCall
@@ -86,6 +94,8 @@ class Session:
         self._events: list[SessionEvent] = []
         self._subscribers: list[Subscriber] = []
         self._notifying = False
+        self._step_start: int | None = None
+        """The seq of the open step's ``step/start``, when this session has seen it."""
         for event in events:
             self._commit(event, check_structure=strict)
 
@@ -208,6 +218,102 @@ class Session:
     def _commit(self, event: SessionEvent, *, check_structure: bool) -> None:
         self._state.apply(event, check_structure=check_structure)
         self._events.append(event)
+        self._track_step(event)
+
+    def _track_step(self, event: SessionEvent) -> None:
+        if event.type == "step/start":
+            self._step_start = event.seq
+        elif event.type in ("step/end", "turn/start", "turn/end"):
+            self._step_start = None
+
+    # -- compaction (docs/format.md, "Compaction") ----------------------------------------------
+
+    def compact(
+        self,
+        summary: str | Sequence[Mapping[str, Any]],
+        *,
+        start_seq: int | None = None,
+        end_seq: int | None = None,
+        trigger: Literal["manual", "auto"] = "manual",
+        tokens_before: int | None = None,
+        call_record: Mapping[str, Any] | None = None,
+    ) -> CompactionResult:
+        """Replace the surface span ``start_seq..end_seq`` (seqs of surface nodes; default:
+        from the first one up to, not including, the last user prompt) with one summary
+        ``user/message``: ``summary`` (text or content blocks), then the current todo list as
+        a plain text block. Appends ``compaction/start``, ``compaction/summary``, the message
+        and ``compaction/end``, all or nothing.
+
+        `CompactionError` (nothing appended) when the span cuts a tool call from its result,
+        reaches into the open step, is empty, or the summary is. ``tokens_before``: the input
+        tokens the provider reported for the last request (else an estimate is stored);
+        ``call_record``: facts of the call that wrote the summary, kept on
+        ``compaction/summary`` (``provider``, ``model``, ``usage``, ``rawOutput`` ...).
+        """
+        pending, result = plan_compaction(
+            self._state,
+            summary,
+            session_id=self.id,
+            start_seq=start_seq,
+            end_seq=end_seq,
+            trigger=trigger,
+            tokens_before=tokens_before,
+            call_record=call_record,
+            open_step_seq=self._step_start,
+        )
+        self.append_all(pending)
+        return result
+
+    def prune_tool_results(
+        self,
+        *,
+        before_seq: int | None = None,
+        keep_last: int = 3,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> PruneResult:
+        """Replace the content of old tool results with ``placeholder``: each ``tool/result``
+        on the surface below ``before_seq`` (default: all) but the ``keep_last`` latest gets a
+        ``compaction/prune`` and a replacement of that one result, identical but for its
+        content (calls and pairing stay). All or nothing; an empty result when there is
+        nothing to prune."""
+        pending, result = plan_prune(
+            self._state, before_seq=before_seq, keep_last=keep_last, placeholder=placeholder
+        )
+        if pending:
+            self.append_all(pending)
+        return result
+
+    def append_all(self, pending: Sequence[PendingEvent]) -> list[SessionEvent]:
+        """Append several events as one: each is checked (in strict mode, the structure too)
+        on a trial copy of the state, and only when all pass are they committed, then
+        notified in order. Raises what the first refused event raised; nothing is appended
+        then."""
+        if self._notifying:
+            raise RuntimeError(
+                f"session {self.id!r}: append from inside a subscriber is not allowed "
+                "(subscribers must see events in log order)"
+            )
+        trial = self._state.copy()
+        now = self._clock()
+        events: list[SessionEvent] = []
+        for item in pending:
+            event = SessionEvent(
+                item.type,
+                trial.next_seq,
+                now,
+                item.data,
+                surface_op=item.surface_op,
+                source_event_seqs=item.source_event_seqs,
+            )
+            trial.apply(event, check_structure=self.strict)
+            events.append(event)
+        self._state = trial
+        for event in events:
+            self._events.append(event)
+            self._track_step(event)
+        for event in events:
+            self._notify(event)
+        return events
 
     def _notify(self, event: SessionEvent) -> None:
         self._notifying = True

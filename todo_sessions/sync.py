@@ -318,9 +318,10 @@ class SyncSessionService:
 
     Every public method of `SessionService` is here, blocking and generated from it as
     `SyncSessionStore`'s are (`new`, `resume`, `fork`, `get`, `flush`, `checkpoint`,
-    `discard`, `live_ids`, `pending` ...), with two differences: `close` without a session id
-    closes the whole service (`SessionService.aclose`), and `checkpoint_for` gives a blocking
-    callback. `follow` is `SessionStore.follow` as a blocking iterator, on the service's store.
+    `discard`, `live_ids`, `pending`, `compact`, `prune_tool_results` ...), with two
+    differences: `close` without a session id closes the whole service
+    (`SessionService.aclose`), and `checkpoint_for` gives a blocking callback. `follow` is
+    `SessionStore.follow` as a blocking iterator, on the service's store.
     See the module docstring about threads.
     """
 

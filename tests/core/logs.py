@@ -380,8 +380,36 @@ def build_plan(plan: LogPlan, todo_slots: Collection[int] = ()) -> tuple[list[Se
         if turn.compact is not None and b.surface:
             first = turn.compact[0] % len(b.surface)
             last = min(first + turn.compact[1], len(b.surface) - 1)
+            first, last = _whole_pairs(b, first, last)
             b.compact(b.surface[first], b.surface[last], f"summary {index}")
             maybe_todo()
         if not (plan.last_open and index == len(plan.turns) - 1):
             b.turn_end()
     return b.events, slot
+
+
+def _whole_pairs(b: LogBuilder, first: int, last: int) -> tuple[int, int]:
+    """The surface span ``first..last`` widened until it cuts no tool call from its result
+    (a span that does is a defect `verify` reports)."""
+    calls: dict[str, int] = {}
+    pairs: list[tuple[int, int]] = []
+    for position, seq in enumerate(b.surface):
+        event = b.events[seq]
+        data = event.data
+        if event.type == "assistant/message":
+            for block in data["message"]["content"]:
+                if block.get("type") == "tool-call":
+                    calls[block["id"]] = position
+        elif event.type == "tool/result":
+            call_id = data["message"]["source"]["callId"]
+            if call_id in calls:
+                pairs.append((calls.pop(call_id), position))
+    pairs += [(position, len(b.surface) - 1) for position in calls.values()]  # unanswered
+    changed = True
+    while changed:
+        changed = False
+        for call, result in pairs:
+            if (first <= call <= last) != (first <= result <= last):
+                first, last = min(first, call), max(last, result)
+                changed = True
+    return first, last

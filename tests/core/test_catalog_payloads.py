@@ -419,6 +419,10 @@ def test_the_built_in_catalog() -> None:
         "session/end-seed": "SessionEndSeedData",
         "session/meta": "SessionMetaData",
         **{name: model.__name__ for name, model in vocabulary._TYPES},
+        "compaction/start": "CompactionStartData",
+        "compaction/summary": "CompactionSummaryData",
+        "compaction/end": "CompactionEndData",
+        "compaction/prune": "CompactionPruneData",
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]

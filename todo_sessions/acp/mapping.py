@@ -23,7 +23,9 @@ event came first): the result of a call that never started (an aborted or repair
 Replay shows what the log holds, in log order: a surface event that a later ``replace``
 removed from the model's view is still replayed, and so is the replacing event (for example
 a compaction summary appears as a user message after the messages it summarises). The client
-sees the conversation as it happened; `derive_messages` is what the model sees.
+sees the conversation as it happened; `derive_messages` is what the model sees. A pruned
+``tool/result`` (a content rewrite) sends nothing: the client keeps the output it was shown.
+The ``compaction/*`` records send nothing either, so the plan the client shows stays.
 """
 
 from __future__ import annotations
@@ -337,6 +339,8 @@ class UpdateMapper:
             self._shown.add(payload.call_id)
         elif isinstance(payload, ToolResultData) and not self.shown(payload.message.source.call_id):
             return []  # the client never saw this call start: nothing to update
+        elif isinstance(payload, ToolResultData) and event.surface_op not in (None, "append"):
+            return []  # a pruned result: the client keeps the output it was shown
         return _updates(event, payload, self._present_call)
 
 

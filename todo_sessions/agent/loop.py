@@ -10,6 +10,12 @@ repeated while the model asks for tools (up to ``max_steps``), then ``turn/end``
 The model is shown exactly ``session.derive_messages()``. Checkpoints (``checkpoint(name)``) let
 a persistence layer flush: ``"before-model"`` before each model call, ``"before-tool"`` after a
 ``tool/call`` and before the tool body runs, ``"turn-end"`` after ``turn/end``.
+
+With a `CompactionPolicy`, the loop compacts before a model call whose history passes the
+policy's share of the context window (docs/format.md, "Compaction"): it asks the model for a
+summary of the older turns, through the same `Model` protocol, and `Session.compact` replaces
+them with it (the todo list rides along in the summary message). A summarisation that fails or
+returns nothing is recorded as a failed attempt and the turn goes on with its history intact.
 """
 
 from __future__ import annotations
@@ -21,14 +27,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.catalog import validate_event
+from ..core.compaction import (
+    estimate_tokens,
+    failed_compaction,
+    is_summary_message,
+    span_ending_before_turns,
+)
 from ..core.envelope import SessionEvent
+from ..core.messages import MessageSource, TextBlock, UserMessage
 from ..session import Session
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
 from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta, content_from_deltas
 from .requests import RequestConfig, last_config
 
-__all__ = ["AgentLoop", "Checkpoint", "TurnOutcome"]
+__all__ = ["AgentLoop", "Checkpoint", "CompactionPolicy", "TurnOutcome"]
 
 logger = logging.getLogger("todo_sessions.agent")
 
@@ -48,6 +61,58 @@ class TurnOutcome:
     steps: int
     text: str
     """The text of the last assistant message."""
+
+
+SUMMARY_INSTRUCTIONS = (
+    "Summarise the conversation above for your own later use: it will be replaced by your "
+    "summary. Keep what the task is, what was decided and why, what was done (files, commands, "
+    "results) and what is left to do. Write plain text, no preamble."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When the agent loop compacts (docs/format.md, "Compaction").
+
+    Before a model call, the history's size (the input tokens the provider reported for the
+    last request; else an estimate, its JSON length / 4) is compared with ``threshold`` times
+    the context window (``context_window``, else the model's ``context_window`` attribute).
+    Past it, the turns before the ``keep_turns`` latest user prompts are summarised by the
+    model (``instructions`` closes the summarisation request) and replaced by the summary.
+    """
+
+    threshold: float = 0.8
+    context_window: int | None = None
+    keep_turns: int = 1
+    instructions: str = SUMMARY_INSTRUCTIONS
+
+    def __post_init__(self) -> None:
+        if not 0 < self.threshold <= 1:
+            raise ValueError("threshold must be a share of the context window, in (0, 1]")
+        if self.keep_turns < 1:
+            raise ValueError("keep_turns must be >= 1")
+        if self.context_window is not None and self.context_window < 1:
+            raise ValueError("context_window must be >= 1")
+        if not self.instructions.strip():
+            raise ValueError("instructions must not be empty")
+
+
+def _input_tokens(usage: dict[str, Any] | None) -> int | None:
+    """The input tokens a provider's usage reports (cached input counted), or None."""
+    if not usage:
+        return None
+    total = None
+    for key in (
+        "inputTokens",
+        "input_tokens",
+        "prompt_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ):
+        value = usage.get(key)
+        if type(value) is int and value >= 0:
+            total = (total or 0) + value
+    return total
 
 
 async def _no_checkpoint(name: str) -> None:
@@ -72,6 +137,7 @@ class AgentLoop:
         record_requests: bool = False,
         model_retries: int = 2,
         retry_delay: float = 1.0,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be >= 1")
@@ -89,6 +155,19 @@ class AgentLoop:
         true, e.g. `ModelRequestError`) before anything was streamed."""
         self.retry_delay = retry_delay
         """Seconds before the first retry; doubled for each next one."""
+        self.compaction = compaction
+        """When to compact before a model call (None: never)."""
+        self._window = 0
+        if compaction is not None:
+            window = compaction.context_window or getattr(model, "context_window", None)
+            if type(window) is not int or window < 1:
+                raise ValueError(
+                    "CompactionPolicy needs a context window: set context_window, or use a "
+                    "model with a context_window attribute"
+                )
+            self._window = window
+        self._last_input: int | None = None
+        """The input tokens of the last model request (None: unknown, or compacted since)."""
         self._checkpoint = checkpoint or _no_checkpoint
         self._cancel = asyncio.Event()
         self._recorded: RequestConfig | None = None
@@ -166,6 +245,8 @@ class AgentLoop:
     # -- one model call -------------------------------------------------------------------------
 
     async def _model_step(self, turn: int, step: int) -> tuple[str, list[ToolCallDelta], Finish]:
+        if self.compaction is not None:
+            await self._maybe_compact(self.compaction)
         await self._checkpoint("before-model")
         self._check_cancel()
         definitions = self.tools.definitions()
@@ -216,8 +297,82 @@ class AgentLoop:
                 raise
             break
         self._assistant(turn, step, content_from_deltas(deltas), chunk_seqs, finish.usage)
+        self._last_input = _input_tokens(finish.usage)
         text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
         return text, [d for d in deltas if isinstance(d, ToolCallDelta)], finish
+
+    # -- compaction -----------------------------------------------------------------------------
+
+    async def _maybe_compact(self, policy: CompactionPolicy) -> None:
+        """Compact when the history passes the policy's threshold (see `CompactionPolicy`)."""
+        session = self.session
+        measured = self._last_input
+        tokens = measured if measured is not None else estimate_tokens(session.derive_messages())
+        if tokens < policy.threshold * self._window:
+            return
+        surface = session.checkpoint_state().surface
+        end = span_ending_before_turns(surface, policy.keep_turns)
+        if end is None:
+            return
+        order = surface.seqs
+        span = order[: order.index(end) + 1]
+        if len(span) == 1 and is_summary_message(surface.node_message(span[0])):
+            return  # only the last summary is older than the kept turns: nothing to gain
+        shown = [m for m in map(surface.node_message, span) if m is not None]
+        request = [
+            *shown,
+            UserMessage(
+                id=f"{session.id}:compaction-request",
+                role="user",
+                content=[TextBlock(text=policy.instructions)],
+                source=MessageSource(kind="compaction-request"),
+            ),
+        ]
+        try:
+            text, usage = await self._summarise(request)
+            if not text.strip():
+                raise ValueError("the model returned no summary")
+            session.compact(
+                text,
+                end_seq=end,
+                trigger="auto",
+                tokens_before=tokens,
+                call_record={
+                    "provider": self.model.provider,
+                    "model": self.model.model,
+                    **({"usage": usage} if usage else {}),
+                    "rawOutput": [{"type": "text", "text": text}],
+                    "llmStreamCall": True,
+                    "instructions": policy.instructions,
+                },
+            )
+        except (_Aborted, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a failed summary never costs the turn or the history
+            logger.warning(
+                "session %r: compaction failed, the history stays as it is: %s",
+                session.id,
+                exc,
+            )
+            reason = str(exc) or type(exc).__name__
+            session.append_all(
+                failed_compaction(
+                    session.checkpoint_state(), reason, trigger="auto", tokens_before=tokens
+                )
+            )
+            return
+        self._last_input = None
+
+    async def _summarise(self, request: list[Any]) -> tuple[str, dict[str, Any] | None]:
+        """The summary text the model streams for ``request`` (no tools offered)."""
+        parts: list[str] = []
+        usage: dict[str, Any] | None = None
+        async for delta in _until_cancelled(self.model.stream(request, []), self._cancel):
+            if isinstance(delta, TextDelta):
+                parts.append(delta.text)
+            elif isinstance(delta, Finish):
+                usage = delta.usage
+        return "".join(parts), usage
 
     async def _pause(self, seconds: float) -> None:
         """Sleep, but raise `_Aborted` at once when the turn is cancelled meanwhile."""

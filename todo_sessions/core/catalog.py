@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InvalidEventError
+from .compaction_events import COMPACTION_EVENT_TYPES
 from .envelope import SessionEvent, _mark_checked
 from .fastcheck import Check, compile_check
 from .messages import (
@@ -225,6 +226,10 @@ for _name, _model, _surface in (
     ("session/meta", SessionMetaData, False),
 ):
     register_event_type(_name, _model, surface=_surface)
+
+# The compaction records (docs/format.md, "Compaction"): log-only.
+for _record, _record_model in COMPACTION_EVENT_TYPES.items():
+    register_event_type(_record, _record_model)
 
 
 def _where(event: SessionEvent) -> str:

@@ -92,6 +92,20 @@ class LiveState:
         elif event.type == "turn/start":
             self.standing = False
 
+    def copy(self) -> LiveState:
+        """An independent copy (what a trial fold of several events applies to: see
+        `Session.compact`)."""
+        copied = LiveState(
+            self.surface.copy(),
+            StructureChecker.restore(self.structure.export()),
+            None if self.todos is None else list(self.todos),
+            self.standing,
+            self.last_time,
+        )
+        copied.last_fingerprint = self.last_fingerprint
+        copied.last_event = self.last_event
+        return copied
+
     def matches(self, previous: SessionEvent | None) -> bool:
         """Whether a decoded checkpoint belongs to the log whose event at ``next_seq - 1`` is
         ``previous``; once it does, the state continues from that event."""

@@ -239,6 +239,44 @@ class SurfaceState:
         self._decode()
         return MessageSnapshot(self._messages, len(self._messages))
 
+    def node_message(self, seq: int) -> Message | None:
+        """The message surface node ``seq`` contributes (None: it contributes none);
+        ``KeyError`` when ``seq`` is not on the surface."""
+        if seq not in self._index:
+            raise KeyError(seq)
+        self._decode()
+        return self._nodes[seq]
+
+    def node_event(self, seq: int) -> SessionEvent:
+        """The event of surface node ``seq`` (one restored from a checkpoint comes back
+        without its ``sourceEventSeqs``); ``KeyError`` when ``seq`` is not on the surface."""
+        if seq not in self._index:
+            raise KeyError(seq)
+        self._decode()
+        wire = self._wire[seq]
+        if isinstance(wire, str):
+            return SessionEvent.from_dict(decode_fast(wire))
+        return wire
+
+    def check_replace(self, event: SessionEvent) -> None:
+        """Raise `InvalidEventError` if ``event`` (a replace) could not be applied now."""
+        if not isinstance(event.surface_op, SurfaceReplace):
+            raise ValueError(f"{_where(event)} is not a surface replace")
+        self._check_replace(event, event.surface_op)
+
+    def copy(self) -> SurfaceState:
+        """An independent copy (O(surface), no decoding): folding into it leaves this one as
+        it is."""
+        other = SurfaceState(build_messages=self._build)
+        other._order = list(self._order)
+        other._index = dict(self._index)
+        other._nodes = dict(self._nodes)
+        other._wire = dict(self._wire)
+        other._messages = list(self._messages)
+        other._replacements = list(self._replacements)
+        other._undecoded = self._undecoded
+        return other
+
     # -- checkpoints ----------------------------------------------------------------------------
 
     def export(self) -> dict[str, Any]:
@@ -287,7 +325,7 @@ class SurfaceState:
             surface._order = list(order)
             for seq, start, end, removed in state["replacements"]:
                 numbers = [seq, start, end, *removed]
-                if any(type(n) is not int for n in numbers):
+                if not set(map(type, numbers)) <= {int}:  # (in C: a compaction removes many)
                     raise ValueError(f"replacement {numbers!r} is not made of seqs")
                 surface._replacements.append(Replacement(seq, start, end, tuple(removed)))
         except (KeyError, TypeError) as exc:

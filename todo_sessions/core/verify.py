@@ -2,7 +2,8 @@
 
 Unlike `check_structure`, which stops at the first violation, `verify_events` keeps going and
 returns all problems: contiguous seqs, valid payloads, the turn/step rules and the
-surface rules of docs/format.md, and every tool call answered once its turn is closed.
+surface rules of docs/format.md, every tool call answered once its turn is closed, and no
+replace (a compaction) cutting a tool call from its result.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 
 from ..errors import InvalidEventError, StructureError
 from .catalog import validate_event
-from .envelope import SessionEvent
+from .compaction import replacement_cut
+from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
 
@@ -86,8 +88,26 @@ def verify_events(
                 problems.append(Problem(event.seq, "structure", str(exc)))
                 structure_ok = False  # later structure errors would only be echoes of this one
         checker.advance(event)
+        # A replace other than a result rewrite (which keeps its call id) may cut a tool call
+        # from its result (docs/format.md, "Compaction").
+        cut = (
+            replacement_cut(surface, event)
+            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
+            else None
+        )
         try:
             surface.apply(event)
         except InvalidEventError as exc:
             problems.append(Problem(event.seq, "surface", str(exc)))
+        else:
+            if cut is not None:
+                problems.append(
+                    Problem(event.seq, "surface", f"surface replace {_span(event)}: {cut}")
+                )
     return problems
+
+
+def _span(event: SessionEvent) -> str:
+    op = event.surface_op
+    assert isinstance(op, SurfaceReplace)
+    return f"{op.start}..{op.end}"

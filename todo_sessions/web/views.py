@@ -283,7 +283,7 @@ class Row:
     type: str
     kind: str
     """CSS class: turn, step, user, assistant, call, result, todo, end, seed, meta, chunk,
-    other."""
+    compaction, other."""
     label: str
     text: str = ""
     reasoning: str = ""
@@ -394,10 +394,41 @@ def event_row(event: SessionEvent, calls: dict[str, str]) -> Row:
     if kind == "session/meta":
         changed = ", ".join(key for key in ("title", "tags", "metadata") if key in data)
         return Row(seq, kind, "meta", f"set {changed or 'nothing'}", detail=_short_json(data))
+    if kind.startswith("compaction/"):
+        return _compaction_row(event)
     if kind == "assistant/chunk":
         chunk = data.get("chunk") or {}
         piece = chunk.get("text") or chunk.get("name") or ""
         return Row(seq, kind, "chunk", f"chunk {chunk.get('type', '')}", text=piece, minor=True)
+    return Row(seq, kind, "other", kind, detail=_short_json(data), minor=True)
+
+
+def _compaction_row(event: SessionEvent) -> Row:
+    """The timeline mark of a ``compaction/*`` event (docs/format.md, "Compaction"): the
+    trigger and tokens before at the start, the replaced range at the summary, the tokens
+    after (or the error) at the end, the pruned result at a prune."""
+    data: Any = event.data
+    kind, seq = event.type, event.seq
+    shadowed = data.get("shadowedRange") if isinstance(data.get("shadowedRange"), Mapping) else {}
+    span = f"seqs {shadowed.get('start', '?')}..{shadowed.get('end', '?')}"
+    if kind == "compaction/start":
+        tokens = data.get("tokensBefore")
+        text = f"{tokens} tokens before" if tokens is not None else ""
+        return Row(seq, kind, "compaction", f"compaction ({data.get('trigger') or '?'})", text=text)
+    if kind == "compaction/summary":
+        count = len(data.get("shadowedSeqs") or ())
+        summary = "\n".join(t for _, t in _texts(data.get("summary")))
+        return Row(
+            seq, kind, "compaction", f"compaction: {span} replaced ({count} messages)", text=summary
+        )
+    if kind == "compaction/end":
+        if data.get("error"):
+            return Row(seq, kind, "compaction", "compaction failed", text=str(data["error"]))
+        tokens = data.get("tokensAfter")
+        text = f"{tokens} tokens after" if tokens is not None else ""
+        return Row(seq, kind, "compaction", "compaction done", text=text)
+    if kind == "compaction/prune":
+        return Row(seq, kind, "compaction", f"tool result {shadowed.get('start', '?')} pruned")
     return Row(seq, kind, "other", kind, detail=_short_json(data), minor=True)
 
 
