@@ -14,6 +14,7 @@ import datetime
 import errno
 import io
 import json
+import logging
 import os
 import re
 import shlex
@@ -47,6 +48,7 @@ from .errors import (
 )
 from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
+from .redact import mask_url, redact
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.engine import parse_url
 from .store.leases import LeaseHolder
@@ -81,7 +83,6 @@ ACCEPTED_DB = (
 _PATH_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 """What starts a URL (``sqlite:``, ``postgresql+asyncpg:``); one letter is a Windows drive."""
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
 
 def program() -> list[str]:
@@ -124,7 +125,7 @@ def check_db(value: str, source: str = "--db") -> str:
     one), or a plain path that looks like one (a ``/`` or an SQLite suffix), so that a typo such
     as ``sqlite:/x`` never becomes a file of that name."""
     text = value
-    shown = _PASSWORD.sub(r"\1***@", text)
+    shown = mask_url(text)
 
     def bad(problem: str) -> NoReturn:
         raise UsageError(f"{source} {shown!r} {problem}; {ACCEPTED_DB}")
@@ -224,13 +225,13 @@ class Context:
         return shlex.join([*program(), *db, *args])
 
     def location(self) -> str:
-        """The SQLite file, or the URL with its password masked."""
+        """The SQLite file, or the URL with every password masked (`mask_url`)."""
         target = parse_url(self.db)
-        return str(target.path) if target.path is not None else target.render()
+        return str(target.path) if target.path is not None else mask_url(target.render())
 
     def store_url(self) -> str:
-        """The database as given (its password masked, if it has one)."""
-        return _PASSWORD.sub(r"\1***@", self.db)
+        """The database as given, every password masked (`mask_url`)."""
+        return mask_url(self.db)
 
     @contextmanager
     def progress(self, label: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
@@ -1046,6 +1047,24 @@ def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
     ctx.out.print(f"deleted {session_id}")
 
 
+class _LogFormatter(logging.Formatter):
+    """The log lines of ``acp`` on stderr: one line each, redacted (`redact`); tracebacks
+    only with ``--debug``."""
+
+    def __init__(self, *, tracebacks: bool) -> None:
+        super().__init__("%(levelname)s:%(name)s:%(message)s")
+        self.tracebacks = tracebacks
+
+    def formatException(self, ei: Any) -> str:
+        return super().formatException(ei) if self.tracebacks else ""
+
+    def formatStack(self, stack_info: str) -> str:
+        return super().formatStack(stack_info) if self.tracebacks else ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 @main.command("acp")
 @click.option(
     "--model",
@@ -1079,8 +1098,6 @@ def acp_cmd(
     and works through them with todo_write calls. With --model, a real model runs the agent
     loop with the todo_write tool. Sessions are stored in the configured database and can be
     reloaded with session/load."""
-    import logging
-
     try:
         from .acp.agent import TodoSessionsAgent, serve
         from .acp.builtin import SYSTEM_PROMPT, todo_tools
@@ -1092,7 +1109,9 @@ def acp_cmd(
 
     if model_spec is None and (base_url or api_key_env or system_prompt):
         raise click.UsageError("--base-url, --api-key-env and --system need --model")
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormatter(tracebacks=ctx.debug))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         service = SessionService(ctx.store())
         agent = None

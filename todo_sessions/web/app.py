@@ -55,6 +55,7 @@ from ..errors import (
     TodoSessionsError,
 )
 from ..jsonl import export_lines
+from ..redact import mask_url
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import views
@@ -136,12 +137,13 @@ def create_app(
 
     The app opens the store when it starts and closes it when it stops if it opened it.
     ``allowed_hosts``: the ``Host`` names accepted (``None``: any, for a server bound to every
-    interface). ``database``: what the page header shows (default: the store's URL).
+    interface). ``database``: what the page header shows (default: the store's URL), every
+    password masked.
     ``own_store``: close the store when the app stops (default: only a store it opened).
     """
     owned = not isinstance(store, SessionStore) if own_store is None else own_store
     the_store = SessionStore(store) if isinstance(store, str) else store
-    shown_db = database if database is not None else the_store.url
+    shown_db = mask_url(database if database is not None else the_store.url)
     base = {"database": shown_db, "writes": allow_writes}
 
     def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
