@@ -26,7 +26,7 @@ from todo_sessions.agent.adapters import (
 from todo_sessions.cli import main
 from todo_sessions.errors import ModelAuthError, ModelRequestError
 from todo_sessions.jsonl import export_lines
-from todo_sessions.redact import mask_url, redact
+from todo_sessions.redact import mask_url, mask_urls, redact
 from todo_sessions.session import Session
 
 KEY = "sk-proj-Echoed0Secret0Key0123456789"
@@ -280,6 +280,13 @@ def test_redact_known_keys_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> No
 )
 def test_mask_url(url: str, shown: str) -> None:
     assert mask_url(url) == shown
+
+
+def test_mask_urls_in_a_message() -> None:
+    message = "cannot connect to postgresql://u@h/db?password=hunter2: refused (see http://x/)"
+    assert mask_urls(message) == (
+        "cannot connect to postgresql://u@h/db?password=***: refused (see http://x/)"
+    )
 
 
 def test_the_viewer_header_masks_every_password(tmp_path: Path) -> None:

@@ -404,22 +404,25 @@ def test_fork_with_writes_allowed(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fork.db'}"
     make_demo(url)
     app = create_app(url, allow_writes=True, allowed_hosts=["testserver"])
+    page = {"sec-fetch-site": "same-origin", "content-type": "application/x-www-form-urlencoded"}
+    token = f"fork_token={app.state.fork_token}"  # what the page's script sends
     with TestClient(app) as client, SyncSessionStore(url) as store:
         between = next(e.seq for e in store.read_from(DEMO) if e.type == "turn/end")
-        answer = client.post(f"/api/sessions/{DEMO}/fork?at={between}")
+        answer = client.post(f"/api/sessions/{DEMO}/fork?at={between}", headers=page, content=token)
         assert answer.status_code == 201, answer.text
         child = answer.json()["id"]
         assert answer.json()["url"] == f"/sessions/{child}"
         assert store.header(child).parent_session == DEMO
         assert store.header(child).seed_length == between + 1
         assert client.get(answer.json()["url"]).status_code == 200
-        inside = client.post(f"/api/sessions/{DEMO}/fork?at=5")
+        inside = client.post(f"/api/sessions/{DEMO}/fork?at=5", headers=page, content=token)
         assert inside.status_code == 409 and "between turns" in inside.json()["error"]
         foreign = client.post(
             f"/api/sessions/{DEMO}/fork?at={between}", headers={"origin": "http://evil.example"}
         )
         assert foreign.status_code == 403
-        assert client.post(f"/api/sessions/{DEMO}/fork?at=99999").status_code == 400
+        past = client.post(f"/api/sessions/{DEMO}/fork?at=99999", headers=page, content=token)
+        assert past.status_code == 400
         assert 'id="fork" type="button">' in client.get(f"/sessions/{DEMO}").text
         assert client.get(f"/api/sessions/{DEMO}/state?at={between}").json()["openTurn"] is None
         assert client.get(f"/api/sessions/{DEMO}/state?at=5").json()["openTurn"] == 1

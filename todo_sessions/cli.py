@@ -48,7 +48,7 @@ from .errors import (
 )
 from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
-from .redact import mask_url, redact
+from .redact import mask_url, mask_urls, redact
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.engine import parse_url
 from .store.leases import LeaseHolder
@@ -209,7 +209,7 @@ class Context:
             self.fail(str(exc))
 
     def fail(self, message: str) -> NoReturn:
-        self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True)
+        self.err.print(f"[bold red]error:[/] {escape(mask_urls(message))}", markup=True)
         sys.exit(1)
 
     def note(self, message: str) -> None:
@@ -405,7 +405,7 @@ class _Group(click.Group):
                 raise
             if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
                 raise  # click exits quietly
-            text = " ".join(str(exc).split()) or "(no message)"
+            text = mask_urls(" ".join(str(exc).split())) or "(no message)"
             name = type(exc).__name__
             click.echo(f"error: unexpected {name}: {text} (--debug shows more)", err=True)
             sys.exit(1)
@@ -1145,16 +1145,47 @@ def acp_cmd(
 @click.option(
     "--allow-writes", is_flag=True, help="Allow forking from the page (default: read-only)."
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="Also accept requests whose Host header names NAME (repeatable); needed with "
+    "--host 0.0.0.0 or ::. Loopback names and --host itself are always accepted.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Close a connection that has not sent a whole request head in this time.",
+)
 @pass_ctx
-def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
+def serve_cmd(
+    ctx: Context,
+    host: str,
+    port: int,
+    allow_writes: bool,
+    allow_hosts: tuple[str, ...],
+    header_timeout: float,
+) -> None:
     """Browse and replay sessions in a web browser (needs the [web] extra; docs/web.md)."""
     try:
         from .web import serve
+        from .web.server import HostError, allowed_hosts
     except ImportError as exc:
         if ctx.debug:
             raise
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    for name in allow_hosts:
+        if not name.strip() or any(c in name for c in "/ ,@"):
+            raise UsageError(f"--allow-host takes a host name without scheme or port, got {name!r}")
+    try:
+        allowed_hosts(host, allow_hosts)
+    except HostError as exc:
+        raise UsageError(str(exc)) from None
     mode = "forking allowed" if allow_writes else "read-only"
 
     def announce(url: str) -> None:
@@ -1168,6 +1199,8 @@ def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
             allow_writes=allow_writes,
             database=ctx.location(),
             announce=announce,
+            allow_hosts=allow_hosts,
+            header_timeout=header_timeout,
         )
     except (TodoSessionsError, OSError) as exc:
         if ctx.debug:

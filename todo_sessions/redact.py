@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterable
 
-__all__ = ["KEY_ENVIRONMENT", "REDACTED", "mask_url", "redact"]
+__all__ = ["KEY_ENVIRONMENT", "REDACTED", "mask_url", "mask_urls", "redact"]
 
 REDACTED = "[redacted]"
 
@@ -86,3 +86,12 @@ def mask_url(url: str) -> str:
             rest = f"{user}:{_MASK}{rest[at:]}"
     rest = _QUERY_SECRET.sub(lambda m: m.group(1) + _MASK, rest)
     return f"{scheme}://{rest}"
+
+
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>.,:;)]")
+"""A URL in a message, without the punctuation that follows it."""
+
+
+def mask_urls(text: str) -> str:
+    """Every URL in ``text`` (a message) through `mask_url`."""
+    return _URL.sub(lambda m: mask_url(m.group()), text)

@@ -15,30 +15,35 @@ Routes (``ID`` is the percent-encoded session id; ids may contain ``/``):
 - ``GET /api/sessions/ID/export``: the JSONL export, as a download.
 - ``POST /api/sessions/ID/fork?at=SEQ``: fork at SEQ; refused (403) unless writes are allowed.
 
-The server is read-only unless ``allow_writes``: the only write is fork. A write must come from
-the page itself (a request with a foreign ``Origin`` is refused), and the ``Host`` header must
-name this server (DNS rebinding), see `create_app`.
+The server is read-only unless ``allow_writes``: the only write is fork. Every request's
+``Host`` header must be one of ``allowed_hosts`` (DNS rebinding: a foreign page that resolves
+its own name to this server is refused, 400). A write must also come from the page itself: a
+same-origin ``Origin`` header or ``Sec-Fetch-Site: same-origin`` (a request with neither, or a
+cross-site one, is refused, 403), and it must carry the server's token (``fork_token`` in the
+form body, a random value made when the app is created and written into the session page).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -61,7 +66,7 @@ from ..store.store import SessionStore
 from . import views
 from .render import list_url, render, render_messages, render_row, render_todos, session_url
 
-__all__ = ["LOCAL_HOSTS", "create_app"]
+__all__ = ["FORK_TOKEN_FIELD", "LOCAL_HOSTS", "create_app", "host_name"]
 
 STATIC = Path(__file__).parent / "static"
 
@@ -103,6 +108,71 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port, lower case, without a final dot:
+    ``[::1]:8765`` → ``::1``, ``Example.COM.:80`` → ``example.com``."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[1:end] if end > 0 else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+class _HostCheck:
+    """Refuses (400) a request whose ``Host`` header is not one of ``names`` (DNS
+    rebinding). Names are compared as `host_name` gives them; IPv6 with or without
+    brackets."""
+
+    def __init__(self, app: ASGIApp, names: Sequence[str]) -> None:
+        self.app = app
+        self.names = frozenset(host_name(n) for n in names)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if host_name(host) not in self.names:
+                response = PlainTextResponse("Invalid host header", status_code=400)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+FORK_TOKEN_FIELD = "fork_token"
+"""The form field a fork request carries the server's token in."""
+
+MAX_FORM_BYTES = 4096
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a request comes from this server's own page: ``Sec-Fetch-Site: same-origin``
+    (browsers send it), else an ``Origin`` naming this server's scheme and host."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return False
+    parts = urlsplit(origin)
+    return parts.scheme == request.url.scheme and parts.netloc == request.headers.get("host")
+
+
+async def _form_token(request: Request) -> str | None:
+    """The ``fork_token`` of a url-encoded form body (None when absent or malformed)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    try:
+        values = parse_qs(body.decode("ascii"), strict_parsing=False).get(FORK_TOKEN_FIELD)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return values[0] if values and len(values) == 1 else None
+
+
 def _int(request: Request, name: str, default: int | None, *, low: int = 0) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -136,15 +206,17 @@ def create_app(
     """The web application over ``store`` (a `SessionStore`, or a URL to open one).
 
     The app opens the store when it starts and closes it when it stops if it opened it.
-    ``allowed_hosts``: the ``Host`` names accepted (``None``: any, for a server bound to every
-    interface). ``database``: what the page header shows (default: the store's URL), every
-    password masked.
+    ``allowed_hosts``: the ``Host`` names accepted, without ports (``None``: any, only for an
+    app behind a proxy that checks ``Host`` itself; `server.serve` never passes it).
+    ``database``: what the page header shows (default: the store's URL), every password
+    masked.
     ``own_store``: close the store when the app stops (default: only a store it opened).
     """
     owned = not isinstance(store, SessionStore) if own_store is None else own_store
     the_store = SessionStore(store) if isinstance(store, str) else store
     shown_db = mask_url(database if database is not None else the_store.url)
-    base = {"database": shown_db, "writes": allow_writes}
+    fork_token = secrets.token_urlsafe(32) if allow_writes else ""
+    base = {"database": shown_db, "writes": allow_writes, "fork_token": fork_token}
 
     def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(template, **base, **context), status_code=code)
@@ -310,9 +382,11 @@ def create_app(
             raise HTTPException(
                 403, "this server is read-only: start it with --allow-writes to fork sessions"
             )
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        if not _same_origin(request):
             raise HTTPException(403, "a fork must come from this server's own page")
+        token = await _form_token(request)
+        if token is None or not hmac.compare_digest(token.encode(), fork_token.encode()):
+            raise HTTPException(403, "a fork needs this server's token: reload the page")
         session_id = _session_id(request)
         summary = await summary_or_404(session_id)
         at = _int(request, "at", None)
@@ -371,7 +445,7 @@ def create_app(
     ]
     middleware = [Middleware(_SecurityHeaders)]
     if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+        middleware.append(Middleware(_HostCheck, names=list(allowed_hosts)))
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
         TodoSessionsError: library_error,
@@ -381,6 +455,7 @@ def create_app(
     )
     app.state.store = the_store
     app.state.allow_writes = allow_writes
+    app.state.fork_token = fork_token
     return app
 
 
