@@ -8,11 +8,16 @@ Routes (``ID`` is the percent-encoded session id; ids may contain ``/``):
 - ``GET /open?id=ID``: redirects to the session page.
 - ``GET /sessions/ID?at=SEQ``: the session page at SEQ (default: the end).
 - ``GET /api/sessions?limit=N&before=ID``: the list as JSON (the same filters).
-- ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) and derived messages as of
-  SEQ; ``&html=1`` adds the panes as HTML and leaves the messages list out.
+- ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) as of SEQ, and the messages
+  of the window that holds SEQ (the surface events of its timeline page, up to SEQ: bounded
+  work, whatever the session's length; ``window`` says which seqs, and the ``at`` of the
+  windows before and after); ``&html=1`` adds the panes as HTML and leaves the messages list
+  out.
 - ``GET /api/sessions/ID/timeline?at=SEQ``: the timeline page that holds SEQ, as HTML.
 - ``GET /api/sessions/ID/events?from=SEQ``: server-sent events, one per appended event.
 - ``GET /api/sessions/ID/export``: the JSONL export, as a download.
+- ``GET /api/sessions/ID/message?seq=SEQ``: the full text of the event at SEQ (what a page
+  shows cut when it is longer than ``message_limit`` bytes), as plain text.
 - ``POST /api/sessions/ID/fork?at=SEQ``: fork at SEQ; refused (403) unless writes are allowed.
 
 The server is read-only unless ``allow_writes``: the only write is fork. Every request's
@@ -64,7 +69,15 @@ from ..redact import mask_url
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import views
-from .render import list_url, render, render_messages, render_row, render_todos, session_url
+from .render import (
+    api_url,
+    list_url,
+    render,
+    render_messages,
+    render_row,
+    render_todos,
+    session_url,
+)
 
 __all__ = ["FORK_TOKEN_FIELD", "LOCAL_HOSTS", "create_app", "host_name"]
 
@@ -202,6 +215,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
     database: str | None = None,
     own_store: bool | None = None,
+    message_limit: int = views.MESSAGE_LIMIT,
 ) -> Starlette:
     """The web application over ``store`` (a `SessionStore`, or a URL to open one).
 
@@ -211,12 +225,19 @@ def create_app(
     ``database``: what the page header shows (default: the store's URL), every password
     masked.
     ``own_store``: close the store when the app stops (default: only a store it opened).
+    ``message_limit``: the most bytes of one text a page shows (longer: cut, with a link to
+    ``/api/sessions/ID/message?seq=SEQ``).
     """
+    if message_limit < 1:
+        raise ValueError(f"message_limit must be >= 1, got {message_limit}")
     owned = not isinstance(store, SessionStore) if own_store is None else own_store
     the_store = SessionStore(store) if isinstance(store, str) else store
     shown_db = mask_url(database if database is not None else the_store.url)
     fork_token = secrets.token_urlsafe(32) if allow_writes else ""
     base = {"database": shown_db, "writes": allow_writes, "fork_token": fork_token}
+
+    def full_url(session_id: str) -> Callable[[int], str]:
+        return lambda seq: api_url(session_id, "message", seq=seq)
 
     def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(template, **base, **context), status_code=code)
@@ -283,8 +304,10 @@ def create_app(
         header, turns, state, rows = await asyncio.gather(
             the_store.header(session_id),
             the_store.count(session_id, type="turn/start"),
-            views.load_state(the_store, session_id, at, last),
-            views.load_timeline(the_store, session_id, start),
+            views.load_state(the_store, session_id, at, last, limit=message_limit),
+            views.load_timeline(
+                the_store, session_id, start, full_url=full_url(session_id), limit=message_limit
+            ),
         )
         data = views.SessionPage(header.model_dump(), summary, turns, state, start, rows)
         return page(
@@ -299,6 +322,8 @@ def create_app(
             shown=views.MESSAGES_SHOWN,
             total=len(state.messages),
             messages=state.messages_json(views.MESSAGES_SHOWN),
+            seqs=state.shown_seqs(views.MESSAGES_SHOWN),
+            window=state.window(),
             metadata_json=json.dumps(dict(summary.metadata), ensure_ascii=False, indent=2),
         )
 
@@ -319,13 +344,13 @@ def create_app(
         summary = await summary_or_404(session_id)
         last = summary.next_seq - 1
         at = views.clamp(_int(request, "at", None), last)
-        state = await views.load_state(the_store, session_id, at, last)
+        state = await views.load_state(the_store, session_id, at, last, limit=message_limit)
         with_html = request.query_params.get("html") == "1"
         body = {"session": session_id, **state.to_json(with_messages=not with_html)}
         if with_html:
             body["html"] = {
                 "todos": render_todos(state),
-                "messages": render_messages(state, views.MESSAGES_SHOWN),
+                "messages": render_messages(state, views.MESSAGES_SHOWN, session_id),
             }
         return JSONResponse(body)
 
@@ -334,7 +359,9 @@ def create_app(
         summary = await summary_or_404(session_id)
         at = views.clamp(_int(request, "at", None), summary.next_seq - 1)
         start = views.page_start(at)
-        rows = await views.load_timeline(the_store, session_id, start)
+        rows = await views.load_timeline(
+            the_store, session_id, start, full_url=full_url(session_id), limit=message_limit
+        )
         html = render(
             "_timeline.html",
             session_id=session_id,
@@ -356,10 +383,27 @@ def create_app(
         if resumed.isdigit():  # a browser reconnecting: go on after the last event it had
             from_seq = int(resumed) + 1
         return StreamingResponse(
-            _event_stream(the_store, session_id, from_seq),
+            _event_stream(the_store, session_id, from_seq, full_url(session_id), message_limit),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    async def api_message(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        seq = _int(request, "seq", None)
+        if seq is None or seq >= summary.next_seq:
+            raise HTTPException(404, f"no event at seq {seq} in session {session_id!r}")
+        found = []
+        async with views.closing(the_store.stream(session_id, seq, page_size=1)) as events:
+            async for one in events:
+                found.append(one)
+                break
+        event = found[0] if found else None
+        if event is None or event.seq != seq:
+            raise HTTPException(404, f"no event at seq {seq} in session {session_id!r}")
+        text = views.full_text(event)
+        return Response(text, media_type="text/plain; charset=utf-8")
 
     async def api_export(request: Request) -> Response:
         session_id = _session_id(request)
@@ -439,6 +483,7 @@ def create_app(
         Route("/api/sessions/{session_id:path}/timeline", api_timeline),
         Route("/api/sessions/{session_id:path}/events", api_events),
         Route("/api/sessions/{session_id:path}/export", api_export),
+        Route("/api/sessions/{session_id:path}/message", api_message),
         Route("/api/sessions/{session_id:path}/fork", api_fork, methods=["POST"]),
         Route("/sessions/{session_id:path}", session_page),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
@@ -459,7 +504,13 @@ def create_app(
     return app
 
 
-async def _event_stream(store: SessionStore, session_id: str, from_seq: int) -> AsyncIterator[str]:
+async def _event_stream(
+    store: SessionStore,
+    session_id: str,
+    from_seq: int,
+    full_url: Callable[[int], str],
+    limit: int,
+) -> AsyncIterator[str]:
     """Server-sent events: ``append`` with ``{seq, type, next, html}`` for each event appended
     from ``from_seq`` on (read with `SessionStore.follow`), and a comment line when idle."""
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1000)
@@ -490,7 +541,7 @@ async def _event_stream(store: SessionStore, session_id: str, from_seq: int) -> 
             if item is done:
                 yield "event: gone\ndata: {}\n\n"
                 return
-            row = views.event_row(item, calls)
+            row = views.cut_row(views.event_row(item, calls), full_url(item.seq), limit)
             payload = {
                 "seq": item.seq,
                 "type": item.type,
