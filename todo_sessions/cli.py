@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
-import io
 import json
 import logging
 import os
@@ -900,34 +899,55 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 """What ``surrogateescape`` makes of a byte that is not UTF-8 (text never holds these)."""
 
 
-def utf8_lines(file: IO[bytes]) -> Generator[str, None, None]:
-    """The lines of ``file`` decoded as UTF-8 (universal newlines), or `InvalidEventError`
-    naming the first line that is not UTF-8, its column and the byte."""
-    text = io.TextIOWrapper(file, encoding="utf-8", errors="surrogateescape", newline=None)
-    try:
-        for number, line in enumerate(text, start=1):
-            bad = _UNDECODABLE.search(line)
-            if bad is not None:
-                byte = ord(bad.group()) - 0xDC00
-                column = bad.start() + 1
-                message = f"line {number}: not UTF-8 text (byte 0x{byte:02x} at column {column})"
-                raise InvalidEventError(message, field=f"line {number}")
-            yield line
-    finally:
-        text.detach()  # the file (perhaps stdin) is click's to close
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line ``import`` reads by default (64 MiB); ``--max-line-bytes`` changes it."""
+
+
+def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str, None, None]:
+    """The lines of ``file`` decoded as UTF-8 (``\n`` or ``\r\n`` ends a line), or
+    `InvalidEventError` naming the first line that is not UTF-8 (its column and the byte) or
+    is longer than ``max_line`` bytes (never read whole: memory stays bounded)."""
+    number = 0
+    while True:
+        raw = file.readline(max_line + 1)
+        if not raw:
+            return
+        number += 1
+        body = raw.removesuffix(b"\n").removesuffix(b"\r")
+        if len(body) > max_line:
+            raise InvalidEventError(
+                f"line {number} is longer than {max_line} bytes (the limit; "
+                "--max-line-bytes raises it)",
+                field=f"line {number}",
+            )
+        line = raw.decode("utf-8", "surrogateescape")
+        bad = _UNDECODABLE.search(line)
+        if bad is not None:
+            byte = ord(bad.group()) - 0xDC00
+            column = bad.start() + 1
+            message = f"line {number}: not UTF-8 text (byte 0x{byte:02x} at column {column})"
+            raise InvalidEventError(message, field=f"line {number}")
+        yield line.removesuffix("\r\n") + "\n" if line.endswith("\r\n") else line
 
 
 @main.command("import")
 @click.argument("file", type=click.File("rb"))
 @click.option("--as", "as_id", help="Store under this id instead of the exported one.")
+@click.option(
+    "--max-line-bytes",
+    type=COUNT,
+    default=MAX_LINE_BYTES,
+    show_default=True,
+    help="Refuse a file with a line longer than this (nothing is written).",
+)
 @pass_ctx
-def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None) -> None:
+def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes: int) -> None:
     """Import a JSONL export (validated completely before anything is written)."""
 
     async def work(store: SessionStore) -> Any:
         with ctx.progress("import", None) as advance:
             try:
-                with closing(utf8_lines(file)) as lines:
+                with closing(utf8_lines(file, max_line_bytes)) as lines:
                     return await import_lines(store, lines, as_id=as_id, progress=advance)
             except SessionExistsError as exc:
                 exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
@@ -1161,6 +1181,14 @@ def acp_cmd(
     metavar="SECONDS",
     help="Close a connection that has not sent a whole request head in this time.",
 )
+@click.option(
+    "--message-limit",
+    type=COUNT,
+    default=1_000_000,
+    show_default=True,
+    metavar="BYTES",
+    help="Show a longer text cut, with a link to the full text.",
+)
 @pass_ctx
 def serve_cmd(
     ctx: Context,
@@ -1169,6 +1197,7 @@ def serve_cmd(
     allow_writes: bool,
     allow_hosts: tuple[str, ...],
     header_timeout: float,
+    message_limit: int,
 ) -> None:
     """Browse and replay sessions in a web browser (needs the [web] extra; docs/web.md)."""
     try:
@@ -1201,6 +1230,7 @@ def serve_cmd(
             announce=announce,
             allow_hosts=allow_hosts,
             header_timeout=header_timeout,
+            message_limit=message_limit,
         )
     except (TodoSessionsError, OSError) as exc:
         if ctx.debug:

@@ -11,6 +11,7 @@ import uvicorn
 
 from ..store.store import SessionStore
 from .app import LOCAL_HOSTS, create_app
+from .views import MESSAGE_LIMIT
 
 __all__ = ["HEADER_TIMEOUT_SECONDS", "HostError", "allowed_hosts", "listen", "serve"]
 
@@ -116,6 +117,7 @@ def serve(
     announce: Callable[[str], None] | None = None,
     allow_hosts: Sequence[str] = (),
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    message_limit: int = MESSAGE_LIMIT,
 ) -> None:
     """Serve ``store`` until interrupted (blocks). ``announce`` gets the server's URL once it
     listens (with the real port when ``port`` is 0). ``allow_hosts``: more ``Host`` names to
@@ -128,6 +130,7 @@ def serve(
         store,
         allow_writes=allow_writes,
         allowed_hosts=names,
+        message_limit=message_limit,
         database=database,
         own_store=True,
     )
