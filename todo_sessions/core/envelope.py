@@ -10,6 +10,7 @@ through the log is byte-exact. ``event.data`` is a deep frozen view of that payl
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -72,6 +73,17 @@ def _label(event_type: Any, seq: Any) -> str:
     return f"event {kind} (seq {seq if _is_int(seq) else '?'})"
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
+_BRIEF.maxlist = _BRIEF.maxdict = _BRIEF.maxtuple = 8
+
+
+def brief_repr(value: Any) -> str:
+    """A short repr for an error message: a few levels and items deep, so a value nested
+    past the recursion limit is never walked whole (no `RecursionError`)."""
+    return _BRIEF.repr(value)
+
+
 def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> SurfaceOp | None:
     """Accept ``None``, ``"append"``, a `SurfaceReplace` or its wire dict."""
     if value is None or value == "append" or isinstance(value, SurfaceReplace):
@@ -87,7 +99,7 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
         return SurfaceReplace(value["start"], value["end"])
     _fail(
         f'{_label(event_type, seq)}: surfaceOp must be "append" or '
-        f'{{"op": "replace", "start": int, "end": int}}, got {value!r}',
+        f'{{"op": "replace", "start": int, "end": int}}, got {brief_repr(value)}',
         event_type=event_type,
         seq=seq,
         field="surfaceOp",
@@ -201,7 +213,7 @@ class SessionEvent:
             ):
                 _fail(
                     f"{_label(type, seq)}: sourceEventSeqs must hold non-negative integers, "
-                    f"got {list(seqs)!r}",
+                    f"got {brief_repr(list(seqs))}",
                     event_type=type,
                     seq=seq,
                     field="sourceEventSeqs",
