@@ -47,6 +47,8 @@ from .errors import (
 )
 from .integrity import VerifyReport, verify_all, verify_session
 from .jsonl import export_lines, import_lines
+from .jsonout import dumps as json_dumps
+from .jsonout import escape_controls
 from .redact import mask_url, mask_urls, redact
 from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
 from .store.engine import parse_url
@@ -134,9 +136,18 @@ def check_db(value: str, source: str = "--db") -> str:
     if "://" not in text:
         if _SCHEME.match(text):
             bad("is not a database URL (a URL has :// after its scheme)")
-        if "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES):
-            if Path(text).expanduser().is_dir():
-                bad("is a directory")
+        path_like = "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES)
+        query = _PATH_QUERY.search(text)
+        if query is not None and (
+            path_like or text[: query.start()].lower().endswith(_PATH_SUFFIXES)
+        ):
+            bad(
+                f"is a file path with a query string ({query.group()!r}): a plain path takes no "
+                "parameters (the file would be named with them); drop it, or give a sqlite:/// "
+                "URL"
+            )
+        if path_like:
+            _check_path(Path(text).expanduser(), bad)
             return text
         bad("is neither a database URL nor a file path")
     try:
@@ -159,9 +170,25 @@ def check_db(value: str, source: str = "--db") -> str:
             bad("names no database")
     else:
         bad("is an unsupported database URL")
-    if backend == "sqlite" and Path(url.database or "").expanduser().is_dir():
-        bad("is a directory")
+    if backend == "sqlite":
+        _check_path(Path(url.database or "").expanduser(), bad)
     return text
+
+
+_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
+"""``?name=value`` at the end of a plain path: URL parameters that a path cannot take."""
+
+
+def _check_path(path: Path, bad: Callable[[str], NoReturn]) -> None:
+    """A directory, or a symbolic link to nothing, is not a database file."""
+    if path.is_dir():
+        bad("is a directory")
+    if path.is_symlink() and not path.exists():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        bad(f"is a symbolic link to {target!r}, which does not exist")
 
 
 class Context:
@@ -336,7 +363,7 @@ async def clamp_at(
 
 
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False))
+    click.echo(json_dumps(value))  # C1 controls escaped (jsonout)
 
 
 def _when(ms: int) -> str:
@@ -734,7 +761,7 @@ def show_cmd(
             click.echo(head[:-1] + ',"events":[', nl=False)
             first = True
             async for event in events:
-                click.echo(("" if first else ",") + event.to_json(), nl=False)
+                click.echo(("" if first else ",") + escape_controls(event.to_json()), nl=False)
                 first = False
             click.echo("]}")
             return
@@ -886,7 +913,7 @@ def export_cmd(ctx: Context, session_id: str, output: Path | None) -> None:
         with ctx.progress("export", total) as advance, _sink(output) as sink:
             count = 0
             async for line in export_lines(store, session_id, progress=advance):
-                sink.write(line + "\n")
+                sink.write(escape_controls(line) + "\n")
                 count += 1
         return count - 1
 

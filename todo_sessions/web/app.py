@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -47,12 +48,12 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
-    JSONResponse,
     PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
 )
+from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -65,6 +66,7 @@ from ..errors import (
     TodoSessionsError,
 )
 from ..jsonl import export_lines
+from ..jsonout import dumps, escape_controls
 from ..redact import mask_url
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
@@ -121,6 +123,13 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class JSONResponse(StarletteJSONResponse):
+    """Starlette's JSON response with DEL and the C1 controls escaped (`jsonout`)."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
 def host_name(header: str) -> str:
     """The name in a ``Host`` header, without its port, lower case, without a final dot:
     ``[::1]:8765`` → ``::1``, ``Example.COM.:80`` → ``example.com``."""
@@ -152,6 +161,9 @@ class _HostCheck:
                 return
         await self.app(scope, receive, send)
 
+
+_SEQ_TEXT = re.compile(r"[0-9]{1,18}")
+"""A ``Last-Event-ID`` we sent: ASCII digits (``str.isdigit`` also takes ``²``)."""
 
 FORK_TOKEN_FIELD = "fork_token"
 """The form field a fork request carries the server's token in."""
@@ -324,7 +336,7 @@ def create_app(
             messages=state.messages_json(views.MESSAGES_SHOWN),
             seqs=state.shown_seqs(views.MESSAGES_SHOWN),
             window=state.window(),
-            metadata_json=json.dumps(dict(summary.metadata), ensure_ascii=False, indent=2),
+            metadata_json=dumps(dict(summary.metadata), indent=2),
         )
 
     # -- the JSON API --------------------------------------------------------------------------
@@ -379,8 +391,8 @@ def create_app(
         summary = await summary_or_404(session_id)
         from_seq = _int(request, "from", summary.next_seq)
         assert from_seq is not None
-        resumed = request.headers.get("last-event-id", "")
-        if resumed.isdigit():  # a browser reconnecting: go on after the last event it had
+        resumed = request.headers.get("last-event-id", "").strip()
+        if _SEQ_TEXT.fullmatch(resumed):  # a browser reconnecting: on after the last it had
             from_seq = int(resumed) + 1
         return StreamingResponse(
             _event_stream(the_store, session_id, from_seq, full_url(session_id), message_limit),
@@ -412,7 +424,7 @@ def create_app(
         async def lines() -> AsyncIterator[bytes]:
             async with views.closing(export_lines(the_store, session_id)) as exported:
                 async for line in exported:
-                    yield (line + "\n").encode()
+                    yield (escape_controls(line) + "\n").encode()
 
         filename = quote(f"{session_id}.jsonl", safe="")
         return StreamingResponse(
