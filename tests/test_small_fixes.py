@@ -93,3 +93,56 @@ def test_a_dangling_symlink_and_a_query_on_a_plain_path_are_clear(tmp_path: Path
         assert "is a file path with a query string ('?mode=ro')" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gone.db"]  # nothing created
     assert not Path("q.db?mode=ro").exists()
+
+
+def test_import_accepts_only_what_verify_accepts(tmp_path: Path) -> None:
+    from factories import T0
+
+    from todo_sessions import SessionEvent
+
+    call = {"type": "tool-call", "id": "c1", "name": "todo_write", "arguments": "{}"}
+    message = {
+        "id": "a1",
+        "role": "assistant",
+        "content": [call],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
+    events = [
+        *turn(0, 1)[:2],
+        SessionEvent("step/start", 2, T0, {"turn": 1, "step": 1}),
+        SessionEvent(
+            "assistant/message",
+            3,
+            T0,
+            {"turn": 1, "step": 1, "message": message},
+            surface_op="append",
+        ),
+        SessionEvent(
+            "tool/call",
+            4,
+            T0,
+            {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write", "arguments": "{}"},
+        ),
+        SessionEvent("step/end", 5, T0, {"turn": 1, "step": 1}),
+        SessionEvent("turn/end", 6, T0, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    source = str(tmp_path / "src.db")
+    with SyncSessionStore(source) as store:
+        store.create(header("u"))
+        store.append("u", events)
+    runner = CliRunner()
+    verified = runner.invoke(main, ["--db", source, "verify", "u"])
+    assert verified.exit_code == 1 and "unanswered" in verified.stdout
+    path = tmp_path / "u.jsonl"
+    assert runner.invoke(main, ["--db", source, "export", "u", "-o", str(path)]).exit_code == 0
+    target = str(tmp_path / "target.db")
+    refused = runner.invoke(main, ["--db", target, "import", str(path)])
+    assert refused.exit_code == 1
+    assert "does not verify" in refused.stderr and "unanswered" in refused.stderr
+    assert json.loads(runner.invoke(main, ["--db", target, "list", "--json"]).stdout) == []
+    # a healthy export, and one whose last turn is still open (interrupted), import
+    with SyncSessionStore(source) as store:
+        store.create(header("ok"))
+        store.append("ok", [*turn(0, 1), *turn(6, 2)[:2]])
+    assert runner.invoke(main, ["--db", source, "export", "ok", "-o", str(path)]).exit_code == 0
+    assert runner.invoke(main, ["--db", target, "import", str(path)]).exit_code == 0

@@ -35,10 +35,11 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from .core.header import SessionHeader
 from .core.messages import Message, messages_adapter
 from .core.meta import tag_problem
 from .core.todos import TodoItem
-from .core.verify import Problem
+from .core.verify import Problem, verify_events
 from .errors import (
     InvalidEventError,
     NamespaceError,
@@ -46,7 +47,7 @@ from .errors import (
     TodoSessionsError,
 )
 from .integrity import VerifyReport, verify_all, verify_session
-from .jsonl import export_lines, import_lines
+from .jsonl import ImportResult, export_lines, parse_lines
 from .jsonout import dumps as json_dumps
 from .jsonout import escape_controls
 from .redact import mask_url, mask_urls, redact
@@ -975,13 +976,40 @@ def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes:
         with ctx.progress("import", None) as advance:
             try:
                 with closing(utf8_lines(file, max_line_bytes)) as lines:
-                    return await import_lines(store, lines, as_id=as_id, progress=advance)
+                    return await _import_verified(store, lines, as_id, advance)
             except SessionExistsError as exc:
                 exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
                 raise
 
     result = ctx.run(work)
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+async def _import_verified(
+    store: SessionStore,
+    lines: Iterator[str],
+    as_id: str | None,
+    progress: Callable[[int], None] | None,
+) -> ImportResult:
+    """`jsonl.import_lines`, and before anything is written the checks of ``verify``
+    (`verify_events`: seqs, payloads, structure, surface, answered calls), so that ``import``
+    accepts only what ``verify`` accepts. A last turn left open is accepted (``verify`` says
+    `load` closes it): an export of an interrupted session imports."""
+    header, events = parse_lines(lines, progress=progress)
+    problems = verify_events(events)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidEventError(
+            f"the file does not verify, nothing imported: {problems[0]}{more}",
+            seq=problems[0].seq,
+        )
+    if as_id is not None:
+        header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
+    if not events:
+        raise InvalidEventError("the export holds no events: nothing to import")
+    await store.create(header)  # as `import_lines` does, without parsing the lines again
+    revision = await store.append(header.id, events)
+    return ImportResult(header.id, len(events), revision)
 
 
 @main.command("recover")
