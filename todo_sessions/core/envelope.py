@@ -78,10 +78,28 @@ _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
 _BRIEF.maxlist = _BRIEF.maxdict = _BRIEF.maxtuple = 8
 
 
+def _large(value: Any, depth: int = 32, nodes: int = 10_000) -> bool:
+    """Whether ``value`` nests deeper than ``depth`` or holds more than ``nodes`` values
+    (walked without recursion, stopping as soon as it knows)."""
+    stack = [(value, 0)]
+    seen = 0
+    while stack:
+        item, level = stack.pop()
+        seen += 1
+        if level > depth or seen > nodes:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, level + 1) for child in item)
+    return False
+
+
 def brief_repr(value: Any) -> str:
-    """A short repr for an error message: a few levels and items deep, so a value nested
-    past the recursion limit is never walked whole (no `RecursionError`)."""
-    return _BRIEF.repr(value)
+    """``repr(value)`` for an error message; for a value nested deep or holding very many
+    values, a short one, a few levels and items deep (`reprlib`), so a value nested past the
+    recursion limit is never walked whole (no `RecursionError`)."""
+    return _BRIEF.repr(value) if _large(value) else repr(value)
 
 
 def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> SurfaceOp | None:
