@@ -9,6 +9,7 @@ for byte; a rejected file stores nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,70 @@ def test_a_rejected_file_stores_nothing(tmp_path: Path, data: st.DataObject) -> 
             ]
 
     asyncio.run(run())
+
+
+# -- deep nesting outside the payload (envelope and header fields) ------------------------------
+
+DEEP_FIELDS = ['"surfaceOp":', '"sourceEventSeqs":', '"title":', '"cwd":', '"type":', '"seq":']
+
+
+def _nested(line: str, key: str, depth: int, opener: str = "[") -> str:
+    closer = "]" if opener == "[" else "}"
+    value = (opener if opener == "[" else '{"a":') * depth + "1" + closer * depth
+    if key not in line:
+        return line[:-1] + f",{key}{value}}}"
+    head, _, tail = line.partition(key)
+    return f"{head}{key}{value},{tail.split(',', 1)[1] if ',' in tail else '}'}"
+
+
+def test_deep_nesting_in_envelope_and_header_fields_is_a_typed_error(tmp_path: Path) -> None:
+    """Nested far past `MAX_DEPTH` (and past Python's recursion limit) inside ``surfaceOp``,
+    ``sourceEventSeqs`` or a header field: a `TodoSessionsError`, never a RecursionError, from
+    the wire parser, from Python values, and from the command line's import."""
+    from click.testing import CliRunner
+
+    from todo_sessions.cli import main
+
+    deep: Any = 1
+    for _ in range(50_000):
+        deep = {"a": [deep]}
+    payload = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
+    for build in (
+        lambda: SessionEvent("user/message", 0, T0, payload, surface_op=deep),
+        lambda: SessionEvent(
+            "user/message",
+            0,
+            T0,
+            payload,
+            surface_op={"op": "replace", "start": 0, "end": 0},
+            source_event_seqs=[deep],
+        ),
+        lambda: SessionEvent("user/message", 0, T0, payload, source_event_seqs=deep),
+        lambda: SessionHeader(id="x", created_at=T0, title=deep),
+        lambda: SessionHeader(id="x", created_at=T0, metadata={"k": deep}),
+    ):
+        try:
+            build()
+        except TodoSessionsError as exc:
+            assert len(str(exc)) < 2000  # a short message, not the whole value
+        else:
+            raise AssertionError("accepted a deeply nested value")
+    lines = [HEADER, *CORPUS]
+    runner = CliRunner()
+    for key in DEEP_FIELDS:
+        header_field = key in ('"title":', '"cwd":')
+        index = 0 if header_field else next((i for i, x in enumerate(lines) if key in x and i), 1)
+        for depth in (257, 1000, 100_000):
+            for opener in "[{":
+                bad = _nested(lines[index], key, depth, opener)
+                if not header_field:
+                    with contextlib.suppress(TodoSessionsError):
+                        SessionEvent.from_json(bad)
+                if depth < 100_000:
+                    continue
+                path = tmp_path / "deep.jsonl"
+                path.write_text("\n".join([*lines[:index], bad, *lines[index + 1 :]]) + "\n")
+                result = runner.invoke(main, ["--db", str(tmp_path / "d.db"), "import", str(path)])
+                assert result.exit_code == 1, (key, depth, result.output[:300])
+                assert "unexpected" not in result.stderr and "Recursion" not in result.stderr
+                assert len(result.stderr) < 2000

@@ -310,18 +310,32 @@ def test_a_long_history_shows_its_last_messages(
     from todo_sessions.web import views
 
     monkeypatch.setattr(views, "MESSAGES_SHOWN", 10)
-    messages = messages_json(store.derive_messages("long"))
-    assert len(messages) == 79
+    every = messages_json(store.derive_messages("long"))
+    assert len(every) == 79
+    # the pane shows the messages of one window: the timeline page that holds ``at``
+    last = 79 * 6 - 1
+    start = last - last % TIMELINE_PAGE
+    in_window = [e.seq for e in store.read_from("long", start) if e.surface_op is not None]
+    messages = every[-len(in_window) :]  # nothing replaced: the history's last messages
+    assert len(messages) > 10
     page = client.get("/sessions/long").text
-    assert "79 messages as of seq" in page and "the last 10 are shown" in page
-    assert '<ol class="messages" start="70">' in page
+    assert f"{len(messages)} messages as of seq {last}" in page
+    assert "the last 10 are shown" in page and f"from the events of seqs {start} to {last}" in page
+    assert f'<ol class="messages" start="{len(messages) - 9}">' in page
     shown = re.findall(
         r'<li class="msg role-user" data-role="user">\s*<div class="role">user'
         r'</div>\s*<pre class="block text">(.*?)</pre>',
         page,
     )
     assert shown == [m["content"][0]["text"] for m in messages[-10:]]
-    assert len(client.get("/api/sessions/long/state").json()["messages"]) == 79
+    state = client.get("/api/sessions/long/state").json()
+    assert state["messages"] == messages and state["messageSeqs"] == in_window
+    assert state["window"] == {"start": start, "end": last, "previous": start - 1, "next": None}
+    # paging back: the window before holds the messages before
+    earlier = client.get("/api/sessions/long/state", params={"at": start - 1}).json()
+    assert earlier["window"]["start"] == start - TIMELINE_PAGE
+    assert earlier["window"]["next"] == min(start + TIMELINE_PAGE - 1, last)
+    assert earlier["messages"] == every[: -len(messages)][-len(earlier["messages"]) :]
 
 
 def test_unknown_ids_are_404(client: TestClient) -> None:
@@ -404,22 +418,25 @@ def test_fork_with_writes_allowed(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fork.db'}"
     make_demo(url)
     app = create_app(url, allow_writes=True, allowed_hosts=["testserver"])
+    page = {"sec-fetch-site": "same-origin", "content-type": "application/x-www-form-urlencoded"}
+    token = f"fork_token={app.state.fork_token}"  # what the page's script sends
     with TestClient(app) as client, SyncSessionStore(url) as store:
         between = next(e.seq for e in store.read_from(DEMO) if e.type == "turn/end")
-        answer = client.post(f"/api/sessions/{DEMO}/fork?at={between}")
+        answer = client.post(f"/api/sessions/{DEMO}/fork?at={between}", headers=page, content=token)
         assert answer.status_code == 201, answer.text
         child = answer.json()["id"]
         assert answer.json()["url"] == f"/sessions/{child}"
         assert store.header(child).parent_session == DEMO
         assert store.header(child).seed_length == between + 1
         assert client.get(answer.json()["url"]).status_code == 200
-        inside = client.post(f"/api/sessions/{DEMO}/fork?at=5")
+        inside = client.post(f"/api/sessions/{DEMO}/fork?at=5", headers=page, content=token)
         assert inside.status_code == 409 and "between turns" in inside.json()["error"]
         foreign = client.post(
             f"/api/sessions/{DEMO}/fork?at={between}", headers={"origin": "http://evil.example"}
         )
         assert foreign.status_code == 403
-        assert client.post(f"/api/sessions/{DEMO}/fork?at=99999").status_code == 400
+        past = client.post(f"/api/sessions/{DEMO}/fork?at=99999", headers=page, content=token)
+        assert past.status_code == 400
         assert 'id="fork" type="button">' in client.get(f"/sessions/{DEMO}").text
         assert client.get(f"/api/sessions/{DEMO}/state?at={between}").json()["openTurn"] is None
         assert client.get(f"/api/sessions/{DEMO}/state?at=5").json()["openTurn"] == 1

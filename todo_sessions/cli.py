@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime
 import errno
-import io
 import json
+import logging
 import os
 import re
 import shlex
@@ -34,6 +34,9 @@ from .errors import (
     SessionExistsError,
     TodoSessionsError,
 )
+from .jsonout import dumps as json_dumps
+from .jsonout import escape_controls
+from .redact import mask_url, mask_urls, redact
 
 # The library and rich load when a command runs, not for ``--help`` or ``--version`` (which
 # then take a fraction of the time): `_load_the_library` puts these names in the module's
@@ -49,12 +52,13 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    from .core.header import SessionHeader
     from .core.messages import Message, messages_adapter
     from .core.meta import tag_problem
     from .core.todos import TodoItem
-    from .core.verify import Problem
+    from .core.verify import Problem, verify_events
     from .integrity import VerifyReport, verify_all, verify_session
-    from .jsonl import export_lines, import_lines
+    from .jsonl import ImportResult, export_lines, parse_lines
     from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
     from .store.engine import parse_url
     from .store.leases import LeaseHolder
@@ -72,9 +76,10 @@ def _load_the_library() -> None:
     global asyncio, Console, escape, BarColumn, MofNCompleteColumn, Progress, TextColumn
     global TimeElapsedColumn, Table, Text, make_url, ArgumentError, Message, messages_adapter
     global tag_problem, TodoItem, Problem, VerifyReport, verify_all, verify_session, export_lines
-    global import_lines, Timeline, render_messages, render_timeline, render_todo_list, safe
+    global Timeline, render_messages, render_timeline, render_todo_list, safe
     global parse_url, LeaseHolder, run_migrate, namespace_of, CheckpointInfo, SessionSummary
-    global StoredLog, SessionStore, default_url, wall_clock_ms
+    global StoredLog, SessionStore, default_url, wall_clock_ms, SessionHeader, verify_events
+    global ImportResult, parse_lines
     import asyncio
 
     from rich.console import Console
@@ -85,12 +90,13 @@ def _load_the_library() -> None:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    from .core.header import SessionHeader
     from .core.messages import Message, messages_adapter
     from .core.meta import tag_problem
     from .core.todos import TodoItem
-    from .core.verify import Problem
+    from .core.verify import Problem, verify_events
     from .integrity import VerifyReport, verify_all, verify_session
-    from .jsonl import export_lines, import_lines
+    from .jsonl import ImportResult, export_lines, parse_lines
     from .render import (
         Timeline,
         render_messages,
@@ -132,7 +138,6 @@ ACCEPTED_DB = (
 _PATH_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 """What starts a URL (``sqlite:``, ``postgresql+asyncpg:``); one letter is a Windows drive."""
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
 
 def program() -> list[str]:
@@ -176,7 +181,7 @@ def check_db(value: str, source: str = "--db") -> str:
     as ``sqlite:/x`` never becomes a file of that name."""
     _load_the_library()
     text = value
-    shown = _PASSWORD.sub(r"\1***@", text)
+    shown = mask_url(text)
 
     def bad(problem: str) -> NoReturn:
         raise UsageError(f"{source} {shown!r} {problem}; {ACCEPTED_DB}")
@@ -186,9 +191,18 @@ def check_db(value: str, source: str = "--db") -> str:
     if "://" not in text:
         if _SCHEME.match(text):
             bad("is not a database URL (a URL has :// after its scheme)")
-        if "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES):
-            if Path(text).expanduser().is_dir():
-                bad("is a directory")
+        path_like = "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES)
+        query = _PATH_QUERY.search(text)
+        if query is not None and (
+            path_like or text[: query.start()].lower().endswith(_PATH_SUFFIXES)
+        ):
+            bad(
+                f"is a file path with a query string ({query.group()!r}): a plain path takes no "
+                "parameters (the file would be named with them); drop it, or give a sqlite:/// "
+                "URL"
+            )
+        if path_like:
+            _check_path(Path(text).expanduser(), bad)
             return text
         bad("is neither a database URL nor a file path")
     try:
@@ -211,9 +225,25 @@ def check_db(value: str, source: str = "--db") -> str:
             bad("names no database")
     else:
         bad("is an unsupported database URL")
-    if backend == "sqlite" and Path(url.database or "").expanduser().is_dir():
-        bad("is a directory")
+    if backend == "sqlite":
+        _check_path(Path(url.database or "").expanduser(), bad)
     return text
+
+
+_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
+"""``?name=value`` at the end of a plain path: URL parameters that a path cannot take."""
+
+
+def _check_path(path: Path, bad: Callable[[str], NoReturn]) -> None:
+    """A directory, or a symbolic link to nothing, is not a database file."""
+    if path.is_dir():
+        bad("is a directory")
+    if path.is_symlink() and not path.exists():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        bad(f"is a symbolic link to {target!r}, which does not exist")
 
 
 class Context:
@@ -260,7 +290,7 @@ class Context:
             self.fail(str(exc))
 
     def fail(self, message: str) -> NoReturn:
-        self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True)
+        self.err.print(f"[bold red]error:[/] {escape(mask_urls(message))}", markup=True)
         sys.exit(1)
 
     def note(self, message: str) -> None:
@@ -276,13 +306,13 @@ class Context:
         return shlex.join([*program(), *db, *args])
 
     def location(self) -> str:
-        """The SQLite file, or the URL with its password masked."""
+        """The SQLite file, or the URL with every password masked (`mask_url`)."""
         target = parse_url(self.db)
-        return str(target.path) if target.path is not None else target.render()
+        return str(target.path) if target.path is not None else mask_url(target.render())
 
     def store_url(self) -> str:
-        """The database as given (its password masked, if it has one)."""
-        return _PASSWORD.sub(r"\1***@", self.db)
+        """The database as given, every password masked (`mask_url`)."""
+        return mask_url(self.db)
 
     @contextmanager
     def progress(self, label: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
@@ -389,7 +419,7 @@ async def clamp_at(
 
 
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False))
+    click.echo(json_dumps(value))  # C1 controls escaped (jsonout)
 
 
 def _when(ms: int) -> str:
@@ -458,7 +488,7 @@ class _Group(click.Group):
                 raise
             if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
                 raise  # click exits quietly
-            text = " ".join(str(exc).split()) or "(no message)"
+            text = mask_urls(" ".join(str(exc).split())) or "(no message)"
             name = type(exc).__name__
             click.echo(f"error: unexpected {name}: {text} (--debug shows more)", err=True)
             sys.exit(1)
@@ -788,7 +818,7 @@ def show_cmd(
             click.echo(head[:-1] + ',"events":[', nl=False)
             first = True
             async for event in events:
-                click.echo(("" if first else ",") + event.to_json(), nl=False)
+                click.echo(("" if first else ",") + escape_controls(event.to_json()), nl=False)
                 first = False
             click.echo("]}")
             return
@@ -950,7 +980,7 @@ def export_cmd(ctx: Context, session_id: str, output: Path | None, fmt: str) -> 
         with ctx.progress("export", total) as advance, _sink(output) as sink:
             count = 0
             async for line in lines(store, session_id, progress=advance):
-                sink.write(line + "\n")
+                sink.write(escape_controls(line) + "\n")
                 count += 1
         return total if fmt == "reference" else count - 1
 
@@ -963,41 +993,89 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 """What ``surrogateescape`` makes of a byte that is not UTF-8 (text never holds these)."""
 
 
-def utf8_lines(file: IO[bytes]) -> Generator[str, None, None]:
-    """The lines of ``file`` decoded as UTF-8 (universal newlines), or `InvalidEventError`
-    naming the first line that is not UTF-8, its column and the byte."""
-    text = io.TextIOWrapper(file, encoding="utf-8", errors="surrogateescape", newline=None)
-    try:
-        for number, line in enumerate(text, start=1):
-            bad = _UNDECODABLE.search(line)
-            if bad is not None:
-                byte = ord(bad.group()) - 0xDC00
-                column = bad.start() + 1
-                message = f"line {number}: not UTF-8 text (byte 0x{byte:02x} at column {column})"
-                raise InvalidEventError(message, field=f"line {number}")
-            yield line
-    finally:
-        text.detach()  # the file (perhaps stdin) is click's to close
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line ``import`` reads by default (64 MiB); ``--max-line-bytes`` changes it."""
+
+
+def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str, None, None]:
+    """The lines of ``file`` decoded as UTF-8 (``\n`` or ``\r\n`` ends a line), or
+    `InvalidEventError` naming the first line that is not UTF-8 (its column and the byte) or
+    is longer than ``max_line`` bytes (never read whole: memory stays bounded)."""
+    number = 0
+    while True:
+        raw = file.readline(max_line + 1)
+        if not raw:
+            return
+        number += 1
+        body = raw.removesuffix(b"\n").removesuffix(b"\r")
+        if len(body) > max_line:
+            raise InvalidEventError(
+                f"line {number} is longer than {max_line} bytes (the limit; "
+                "--max-line-bytes raises it)",
+                field=f"line {number}",
+            )
+        line = raw.decode("utf-8", "surrogateescape")
+        bad = _UNDECODABLE.search(line)
+        if bad is not None:
+            byte = ord(bad.group()) - 0xDC00
+            column = bad.start() + 1
+            message = f"line {number}: not UTF-8 text (byte 0x{byte:02x} at column {column})"
+            raise InvalidEventError(message, field=f"line {number}")
+        yield line.removesuffix("\r\n") + "\n" if line.endswith("\r\n") else line
 
 
 @main.command("import")
 @click.argument("file", type=click.File("rb"))
 @click.option("--as", "as_id", help="Store under this id instead of the exported one.")
+@click.option(
+    "--max-line-bytes",
+    type=COUNT,
+    default=MAX_LINE_BYTES,
+    show_default=True,
+    help="Refuse a file with a line longer than this (nothing is written).",
+)
 @pass_ctx
-def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None) -> None:
+def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes: int) -> None:
     """Import a JSONL export (validated completely before anything is written)."""
 
     async def work(store: SessionStore) -> Any:
         with ctx.progress("import", None) as advance:
             try:
-                with closing(utf8_lines(file)) as lines:
-                    return await import_lines(store, lines, as_id=as_id, progress=advance)
+                with closing(utf8_lines(file, max_line_bytes)) as lines:
+                    return await _import_verified(store, lines, as_id, advance)
             except SessionExistsError as exc:
                 exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
                 raise
 
     result = ctx.run(work)
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+async def _import_verified(
+    store: SessionStore,
+    lines: Iterator[str],
+    as_id: str | None,
+    progress: Callable[[int], None] | None,
+) -> ImportResult:
+    """`jsonl.import_lines`, and before anything is written the checks of ``verify``
+    (`verify_events`: seqs, payloads, structure, surface, answered calls), so that ``import``
+    accepts only what ``verify`` accepts. A last turn left open is accepted (``verify`` says
+    `load` closes it): an export of an interrupted session imports."""
+    header, events = parse_lines(lines, progress=progress)
+    problems = verify_events(events)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidEventError(
+            f"the file does not verify, nothing imported: {problems[0]}{more}",
+            seq=problems[0].seq,
+        )
+    if as_id is not None:
+        header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
+    if not events:
+        raise InvalidEventError("the export holds no events: nothing to import")
+    await store.create(header)  # as `import_lines` does, without parsing the lines again
+    revision = await store.append(header.id, events)
+    return ImportResult(header.id, len(events), revision)
 
 
 @main.command("recover")
@@ -1110,6 +1188,24 @@ def delete_cmd(ctx: Context, session_id: str, yes: bool) -> None:
     ctx.out.print(f"deleted {session_id}")
 
 
+class _LogFormatter(logging.Formatter):
+    """The log lines of ``acp`` on stderr: one line each, redacted (`redact`); tracebacks
+    only with ``--debug``."""
+
+    def __init__(self, *, tracebacks: bool) -> None:
+        super().__init__("%(levelname)s:%(name)s:%(message)s")
+        self.tracebacks = tracebacks
+
+    def formatException(self, ei: Any) -> str:
+        return super().formatException(ei) if self.tracebacks else ""
+
+    def formatStack(self, stack_info: str) -> str:
+        return super().formatStack(stack_info) if self.tracebacks else ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 @main.command("acp")
 @click.option(
     "--model",
@@ -1143,8 +1239,6 @@ def acp_cmd(
     and works through them with todo_write calls. With --model, a real model runs the agent
     loop with the todo_write tool. Sessions are stored in the configured database and can be
     reloaded with session/load."""
-    import logging
-
     try:
         from .acp.agent import TodoSessionsAgent, serve
         from .acp.builtin import SYSTEM_PROMPT, todo_tools
@@ -1156,7 +1250,9 @@ def acp_cmd(
 
     if model_spec is None and (base_url or api_key_env or system_prompt):
         raise click.UsageError("--base-url, --api-key-env and --system need --model")
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormatter(tracebacks=ctx.debug))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         service = SessionService(ctx.store())
         agent = None
@@ -1190,16 +1286,56 @@ def acp_cmd(
 @click.option(
     "--allow-writes", is_flag=True, help="Allow forking from the page (default: read-only)."
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="Also accept requests whose Host header names NAME (repeatable); needed with "
+    "--host 0.0.0.0 or ::. Loopback names and --host itself are always accepted.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Close a connection that has not sent a whole request head in this time.",
+)
+@click.option(
+    "--message-limit",
+    type=COUNT,
+    default=1_000_000,
+    show_default=True,
+    metavar="BYTES",
+    help="Show a longer text cut, with a link to the full text.",
+)
 @pass_ctx
-def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
+def serve_cmd(
+    ctx: Context,
+    host: str,
+    port: int,
+    allow_writes: bool,
+    allow_hosts: tuple[str, ...],
+    header_timeout: float,
+    message_limit: int,
+) -> None:
     """Browse and replay sessions in a web browser (needs the [web] extra; docs/web.md)."""
     try:
         from .web import serve
+        from .web.server import HostError, allowed_hosts
     except ImportError as exc:
         if ctx.debug:
             raise
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    for name in allow_hosts:
+        if not name.strip() or any(c in name for c in "/ ,@"):
+            raise UsageError(f"--allow-host takes a host name without scheme or port, got {name!r}")
+    try:
+        allowed_hosts(host, allow_hosts)
+    except HostError as exc:
+        raise UsageError(str(exc)) from None
     mode = "forking allowed" if allow_writes else "read-only"
 
     def announce(url: str) -> None:
@@ -1213,6 +1349,9 @@ def serve_cmd(ctx: Context, host: str, port: int, allow_writes: bool) -> None:
             allow_writes=allow_writes,
             database=ctx.location(),
             announce=announce,
+            allow_hosts=allow_hosts,
+            header_timeout=header_timeout,
+            message_limit=message_limit,
         )
     except (TodoSessionsError, OSError) as exc:
         if ctx.debug:

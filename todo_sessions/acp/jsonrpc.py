@@ -16,6 +16,10 @@ running:
   ``params`` that are neither an object nor an array: ``-32600``, with the request's id when it
   has a usable one, else ``null``.
 
+A line longer than ``max_line`` bytes (`MAX_LINE_BYTES`, 64 MiB, by default) is not held in
+memory: what is read past the limit is dropped up to the line's end, and the line is answered
+``-32600``, id ``null``, data ``{"reason": "the line is longer than N bytes"}``.
+
 A response (``id`` and ``result`` or ``error``, no ``method``) from the client to one of our
 requests is passed on; one with an unusable id or a malformed ``error`` is logged and dropped
 or made well-formed, never allowed to crash the reader.
@@ -28,12 +32,21 @@ import json
 import logging
 from typing import Any
 
-__all__ = ["GuardedStdioTransport", "check_line"]
+__all__ = ["MAX_LINE_BYTES", "GuardedStdioTransport", "check_line"]
 
 logger = logging.getLogger("todo_sessions.acp")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest stdin line `GuardedStdioTransport` reads by default (64 MiB)."""
+
+
+class _LineTooLong(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 def _error(code: int, message: str, request_id: Any = None, data: Any = None) -> dict[str, Any]:
@@ -117,10 +130,19 @@ class GuardedStdioTransport:
     answered on the spot and reading goes on. Writes are serialised: each message is one line.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        max_line: int = MAX_LINE_BYTES,
+    ) -> None:
+        if max_line < 1:
+            raise ValueError(f"max_line must be >= 1, got {max_line}")
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
+        self.max_line = max_line
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
@@ -130,7 +152,13 @@ class GuardedStdioTransport:
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
-            line = await self._read_line()
+            try:
+                line = await self._read_line()
+            except _LineTooLong as exc:
+                reason = f"the line is longer than {exc.limit} bytes"
+                logger.warning("answered a line longer than %d bytes", exc.limit)
+                await self.send(_error(INVALID_REQUEST, "Invalid Request", data={"reason": reason}))
+                continue
             if not line:
                 return None
             message, error = check_line(line)
@@ -145,15 +173,35 @@ class GuardedStdioTransport:
             self._writer.close()
 
     async def _read_line(self) -> bytes:
-        """One line, however long (the reader's limit only bounds each piece read)."""
+        """One line of up to ``max_line`` bytes (the reader's limit only bounds each piece
+        read); a longer one is read to its end and dropped, raising `_LineTooLong`."""
         chunks: list[bytes] = []
+        size = 0
+        too_long = False
         try:
             while True:
                 try:
-                    chunks.append(await self._reader.readuntil(b"\n"))
-                    return b"".join(chunks)
+                    piece = await self._reader.readuntil(b"\n")
+                    ended = True
                 except asyncio.LimitOverrunError as exc:
-                    chunks.append(await self._reader.readexactly(exc.consumed))
+                    piece = await self._reader.readexactly(exc.consumed)
+                    ended = False
+                size += len(piece.rstrip(b"\r\n") if ended else piece)
+                if size > self.max_line:
+                    too_long = True
+                    chunks.clear()  # keep reading to the line's end, holding nothing
+                elif not too_long:
+                    chunks.append(piece)
+                if ended:
+                    break
         except asyncio.IncompleteReadError as exc:
-            chunks.append(exc.partial)
-            return b"".join(chunks)
+            size += len(exc.partial)
+            if size > self.max_line:
+                too_long = True
+            elif not too_long:
+                chunks.append(exc.partial)
+            if too_long and not exc.partial:
+                raise _LineTooLong(self.max_line) from None
+        if too_long:
+            raise _LineTooLong(self.max_line)
+        return b"".join(chunks)

@@ -19,7 +19,13 @@ arrive (text, reasoning with its provider data, whole tool calls, then `Finish`)
   the HTTP stream.
 - **Keys** come from the argument or the environment (``OPENAI_API_KEY``,
   ``ANTHROPIC_API_KEY``, or ``api_key_env``); they are never logged, stored in events, or
-  shown in a repr.
+  shown in a repr. A provider's default variable is sent only to that provider's own API
+  host (or a ``base_url`` on loopback): another base URL needs ``api_key_env`` naming the
+  variable (the CLI's ``--api-key-env``), else `ModelAuthError`.
+- **Provider error text** is redacted (`todo_sessions.redact.redact`: the adapter's key, the
+  default key variables, anything shaped like a token or key) before it goes into an
+  exception, and the SDK's exception is not chained (its text may hold the key): the error
+  keeps its type, the HTTP status and the redacted message.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any, Literal
 
 from ..core.messages import Message
 from ..errors import ModelAuthError, ModelError, ModelRequestError, ProviderResponseError
+from ..redact import redact
 from .model import ModelDelta
 
 __all__ = [
@@ -46,6 +53,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("todo_sessions.models")
+
+OPENAI_HOST = "api.openai.com"
+ANTHROPIC_HOST = "api.anthropic.com"
+DEEPSEEK_HOST = "api.deepseek.com"
+"""The hosts the default key variables are sent to (besides loopback)."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -103,6 +115,16 @@ class _StreamingModel:
     def __init__(self, retry: RetryPolicy | None, on_retry: OnRetry | None) -> None:
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry
+        self._secrets: tuple[str, ...] = ()
+
+    def _redact(self, text: str) -> str:
+        """``text`` with this adapter's key and anything shaped like a key redacted."""
+        return redact(text, self._secrets)
+
+    def _scrub(self, error: ModelError) -> ModelError:
+        """``error`` with its message redacted (in place: its type and fields stay)."""
+        error.args = tuple(self._redact(a) if isinstance(a, str) else a for a in error.args)
+        return error
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
@@ -142,6 +164,16 @@ class _StreamingModel:
         """The deltas of one model call: the stream's events through the provider's decoder,
         then what it holds at the end. A stream that stops before its end is a retryable
         `ModelRequestError`."""
+        try:
+            async for delta in self._stream(messages, tools):
+                yield delta
+        except ModelError as exc:  # a decoder's error may quote the provider
+            self._scrub(exc)
+            raise
+
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AsyncIterator[ModelDelta]:
         params, decoder = self._prepare(messages, tools)
         ended = False
         async with contextlib.aclosing(self._events(params)) as events:
@@ -164,25 +196,30 @@ class _StreamingModel:
             yield delta
 
     async def _events(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        """The stream's events as dicts, retrying transient failures before the first one."""
+        """The stream's events as dicts, retrying transient failures before the first one.
+
+        A failure is raised outside the ``except`` block that caught the SDK's exception, so
+        it is not chained to it (that text may hold the key; `_translate` redacted ours)."""
         attempt = 0
         while True:
             attempt += 1
+            failure: ModelError | None = None
             try:
                 stream = await self._open(params)
             except Exception as exc:
-                error = self._translate(exc, attempt)
-                if await self._should_retry(error, attempt, exc):
+                failure = self._translate(exc, attempt)
+                if await self._should_retry(failure, attempt, exc):
                     continue
-                raise error from exc
+            if failure is not None:
+                raise failure
             received = 0
             try:
                 async for item in stream:
                     received += 1
                     yield item.model_dump(mode="json", exclude_none=True, warnings=False)
                 return
-            except ModelError:
-                raise
+            except ModelError as exc:
+                failure = self._scrub(exc)
             except Exception as exc:
                 error = self._translate(exc, attempt)
                 if received == 0 and await self._should_retry(error, attempt, exc):
@@ -195,9 +232,10 @@ class _StreamingModel:
                         retryable=True,
                         attempts=attempt,
                     )
-                raise error from exc
+                failure = error
             finally:
                 await stream.close()
+            raise failure
 
     async def _should_retry(self, error: ModelError, attempt: int, exc: BaseException) -> bool:
         if not isinstance(error, ModelRequestError) or not error.retryable:
@@ -215,6 +253,7 @@ class _StreamingModel:
         return True
 
     def _status_error(self, status: int, message: str, attempt: int) -> ModelRequestError:
+        message = self._redact(message)
         if status in (401, 403):
             return ModelAuthError(
                 self._name, f"HTTP {status}: {message}", status=status, attempts=attempt
@@ -228,8 +267,57 @@ class _StreamingModel:
         )
 
 
-def _key(api_key: str | None, env: str, provider: str, required: bool) -> str | None:
-    key = api_key or os.environ.get(env) or None
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url if "://" in url else f"//{url}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _key(
+    api_key: str | None,
+    api_key_env: str | None,
+    *,
+    default_env: str,
+    provider: str,
+    required: bool,
+    base_url: str | None,
+    own_host: str,
+    base_url_env: str,
+) -> str | None:
+    """The key to send: ``api_key``, else the variable ``api_key_env``, else ``default_env``,
+    which goes only to ``own_host`` or a loopback host (the SDK's own base URL variable,
+    ``base_url_env``, counts as a base URL); another host needs ``api_key_env``."""
+    if api_key:
+        return api_key
+    env = api_key_env or default_env
+    key = os.environ.get(env) or None
+    target = base_url or os.environ.get(base_url_env) or None
+    if key is not None and api_key_env is None and target is not None:
+        host = _host(target)
+        if host != own_host and not _loopback(host):
+            raise ModelAuthError(
+                provider,
+                f"{env} is sent only to {own_host} or a loopback base URL, not to "
+                f"{host or target!r}; to send it there, name it with --api-key-env {env} "
+                f"(api_key_env={env!r})",
+            )
     if key is None and required:
         raise ModelAuthError(provider, f"no API key: set {env}")
     return key
@@ -261,7 +349,7 @@ class OpenAIChatModel(_StreamingModel):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         system: str | None = None,
         provider: str = "openai",
         reasoning: Literal["current-turn", "all", "none"] = "current-turn",
@@ -281,7 +369,17 @@ class OpenAIChatModel(_StreamingModel):
         self.system = system
         self.reasoning: Literal["current-turn", "all", "none"] = reasoning
         self.extra = dict(extra or {})
-        key = _key(api_key, api_key_env, provider, required=base_url is None)
+        key = _key(
+            api_key,
+            api_key_env,
+            default_env="OPENAI_API_KEY",
+            provider=provider,
+            required=base_url is None,
+            base_url=base_url,
+            own_host=OPENAI_HOST,
+            base_url_env="OPENAI_BASE_URL",
+        )
+        self._secrets = tuple(k for k in (key,) if k)
         self._client = openai.AsyncOpenAI(
             api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
         )
@@ -326,7 +424,7 @@ class OpenAIResponsesModel(_StreamingModel):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         system: str | None = None,
         reasoning: Mapping[str, Any] | None = None,
         extra: Mapping[str, Any] | None = None,
@@ -345,7 +443,17 @@ class OpenAIResponsesModel(_StreamingModel):
         self.system = system
         self.reasoning = dict(reasoning) if reasoning is not None else None
         self.extra = dict(extra or {})
-        key = _key(api_key, api_key_env, "openai", required=base_url is None)
+        key = _key(
+            api_key,
+            api_key_env,
+            default_env="OPENAI_API_KEY",
+            provider="openai",
+            required=base_url is None,
+            base_url=base_url,
+            own_host=OPENAI_HOST,
+            base_url_env="OPENAI_BASE_URL",
+        )
+        self._secrets = tuple(k for k in (key,) if k)
         self._client = openai.AsyncOpenAI(
             api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
         )
@@ -385,7 +493,7 @@ class AnthropicModel(_StreamingModel):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "ANTHROPIC_API_KEY",
+        api_key_env: str | None = None,
         system: str | None = None,
         max_tokens: int = 8192,
         thinking_budget: int | None = None,
@@ -406,7 +514,17 @@ class AnthropicModel(_StreamingModel):
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
         self.extra = dict(extra or {})
-        key = _key(api_key, api_key_env, "anthropic", required=True)
+        key = _key(
+            api_key,
+            api_key_env,
+            default_env="ANTHROPIC_API_KEY",
+            provider="anthropic",
+            required=True,
+            base_url=base_url,
+            own_host=ANTHROPIC_HOST,
+            base_url_env="ANTHROPIC_BASE_URL",
+        )
+        self._secrets = tuple(k for k in (key,) if k)
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, max_retries=0, timeout=timeout
         )
@@ -446,25 +564,33 @@ def _translate(model: _StreamingModel, sdk: Any, exc: BaseException, attempt: in
     if isinstance(exc, sdk.APIConnectionError):  # includes timeouts
         kind = "timed out" if isinstance(exc, sdk.APITimeoutError) else "connection failed"
         return ModelRequestError(
-            model._name, f"{kind}: {exc}", status=None, retryable=True, attempts=attempt
+            model._name,
+            model._redact(f"{kind}: {exc}"),
+            status=None,
+            retryable=True,
+            attempts=attempt,
         )
     if isinstance(exc, sdk.APIError):  # e.g. an error event inside the stream
         return ModelRequestError(
-            model._name, _status_message(exc), status=None, retryable=False, attempts=attempt
+            model._name,
+            model._redact(_status_message(exc)),
+            status=None,
+            retryable=False,
+            attempts=attempt,
         )
     import httpx
 
     if isinstance(exc, httpx.TransportError):  # the connection dropped mid-stream
         return ModelRequestError(
             model._name,
-            f"connection lost: {type(exc).__name__}: {exc}",
+            model._redact(f"connection lost: {type(exc).__name__}: {exc}"),
             status=None,
             retryable=True,
             attempts=attempt,
         )
     if isinstance(exc, ProviderResponseError):
-        return exc
-    return ProviderResponseError(model._name, f"{type(exc).__name__}: {exc}")
+        return model._scrub(exc)
+    return ProviderResponseError(model._name, model._redact(f"{type(exc).__name__}: {exc}"))
 
 
 def model_from_spec(
@@ -488,22 +614,17 @@ def model_from_spec(
             "https://api.deepseek.com, anthropic:claude-sonnet-4-5)"
         )
     if provider == "anthropic":
-        return AnthropicModel(
-            name, base_url=base_url, api_key_env=api_key_env or "ANTHROPIC_API_KEY", system=system
-        )
+        return AnthropicModel(name, base_url=base_url, api_key_env=api_key_env, system=system)
     if provider == "openai-responses":
-        return OpenAIResponsesModel(
-            name, base_url=base_url, api_key_env=api_key_env or "OPENAI_API_KEY", system=system
-        )
+        return OpenAIResponsesModel(name, base_url=base_url, api_key_env=api_key_env, system=system)
     env = api_key_env
-    if env is None:
-        deepseek = base_url is not None and "deepseek" in base_url
-        env = "DEEPSEEK_API_KEY" if deepseek and os.environ.get("DEEPSEEK_API_KEY") else None
+    if env is None and base_url is not None and _host(base_url) == DEEPSEEK_HOST:
+        env = "DEEPSEEK_API_KEY" if os.environ.get("DEEPSEEK_API_KEY") else None
     label = "deepseek" if base_url is not None and "deepseek" in base_url else "openai"
     return OpenAIChatModel(
         name,
         base_url=base_url,
-        api_key_env=env or "OPENAI_API_KEY",
+        api_key_env=env,
         system=system,
         provider=label,
     )

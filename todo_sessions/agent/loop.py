@@ -35,6 +35,7 @@ from ..core.compaction import (
 )
 from ..core.envelope import SessionEvent
 from ..core.messages import MessageSource, TextBlock, UserMessage
+from ..redact import redact
 from ..session import Session
 from ..tools.base import ToolContext, ToolResult
 from ..tools.registry import ToolRegistry
@@ -233,11 +234,13 @@ class AgentLoop:
             raise
         except Exception as exc:
             logger.exception("turn %d of session %r failed", turn, self.session.id)
-            self._close_open(turn, step, f"the turn failed: {exc}")
-            reason = {
-                "kind": "error",
-                "error": {"message": str(exc) or type(exc).__name__, "code": type(exc).__name__},
-            }
+            message = redact(str(exc)) or type(exc).__name__  # adapters redact; so does this
+            self._close_open(turn, step, f"the turn failed: {message}")
+            error: dict[str, Any] = {"message": message, "code": type(exc).__name__}
+            status = getattr(exc, "status", None)
+            if isinstance(status, int) and not isinstance(status, bool):
+                error["status"] = status
+            reason = {"kind": "error", "error": error}
         append("turn/end", {"turn": turn, "reason": reason})
         await self._checkpoint("turn-end")
         return TurnOutcome(turn, reason["kind"], step, text)

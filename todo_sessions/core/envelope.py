@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -73,6 +74,35 @@ def _label(event_type: Any, seq: Any) -> str:
     return f"event {kind} (seq {seq if _is_int(seq) else '?'})"
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
+_BRIEF.maxlist = _BRIEF.maxdict = _BRIEF.maxtuple = 8
+
+
+def _large(value: Any, depth: int = 32, nodes: int = 10_000) -> bool:
+    """Whether ``value`` nests deeper than ``depth`` or holds more than ``nodes`` values
+    (walked without recursion, stopping as soon as it knows)."""
+    stack = [(value, 0)]
+    seen = 0
+    while stack:
+        item, level = stack.pop()
+        seen += 1
+        if level > depth or seen > nodes:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, level + 1) for child in item)
+    return False
+
+
+def brief_repr(value: Any) -> str:
+    """``repr(value)`` for an error message; for a value nested deep or holding very many
+    values, a short one, a few levels and items deep (`reprlib`), so a value nested past the
+    recursion limit is never walked whole (no `RecursionError`)."""
+    return _BRIEF.repr(value) if _large(value) else repr(value)
+
+
 def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> SurfaceOp | None:
     """Accept ``None``, ``"append"``, a `SurfaceReplace` or its wire dict."""
     if value is None or value == "append" or isinstance(value, SurfaceReplace):
@@ -88,7 +118,7 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
         return SurfaceReplace(value["start"], value["end"])
     _fail(
         f'{_label(event_type, seq)}: surfaceOp must be "append" or '
-        f'{{"op": "replace", "start": int, "end": int}}, got {value!r}',
+        f'{{"op": "replace", "start": int, "end": int}}, got {brief_repr(value)}',
         event_type=event_type,
         seq=seq,
         field="surfaceOp",
@@ -215,7 +245,7 @@ class SessionEvent:
             ):
                 _fail(
                     f"{_label(type, seq)}: sourceEventSeqs must hold non-negative integers, "
-                    f"got {list(seqs)!r}",
+                    f"got {brief_repr(list(seqs))}",
                     event_type=type,
                     seq=seq,
                     field="sourceEventSeqs",

@@ -8,41 +8,52 @@ Routes (``ID`` is the percent-encoded session id; ids may contain ``/``):
 - ``GET /open?id=ID``: redirects to the session page.
 - ``GET /sessions/ID?at=SEQ``: the session page at SEQ (default: the end).
 - ``GET /api/sessions?limit=N&before=ID``: the list as JSON (the same filters).
-- ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) and derived messages as of
-  SEQ; ``&html=1`` adds the panes as HTML and leaves the messages list out.
+- ``GET /api/sessions/ID/state?at=SEQ``: todo list (with changes) as of SEQ, and the messages
+  of the window that holds SEQ (the surface events of its timeline page, up to SEQ: bounded
+  work, whatever the session's length; ``window`` says which seqs, and the ``at`` of the
+  windows before and after); ``&html=1`` adds the panes as HTML and leaves the messages list
+  out.
 - ``GET /api/sessions/ID/timeline?at=SEQ``: the timeline page that holds SEQ, as HTML.
 - ``GET /api/sessions/ID/events?from=SEQ``: server-sent events, one per appended event.
 - ``GET /api/sessions/ID/export``: the JSONL export, as a download.
+- ``GET /api/sessions/ID/message?seq=SEQ``: the full text of the event at SEQ (what a page
+  shows cut when it is longer than ``message_limit`` bytes), as plain text.
 - ``POST /api/sessions/ID/fork?at=SEQ``: fork at SEQ; refused (403) unless writes are allowed.
 
-The server is read-only unless ``allow_writes``: the only write is fork. A write must come from
-the page itself (a request with a foreign ``Origin`` is refused), and the ``Host`` header must
-name this server (DNS rebinding), see `create_app`.
+The server is read-only unless ``allow_writes``: the only write is fork. Every request's
+``Host`` header must be one of ``allowed_hosts`` (DNS rebinding: a foreign page that resolves
+its own name to this server is refused, 400). A write must also come from the page itself: a
+same-origin ``Origin`` header or ``Sec-Fetch-Site: same-origin`` (a request with neither, or a
+cross-site one, is refused, 403), and it must carry the server's token (``fork_token`` in the
+form body, a random value made when the app is created and written into the session page).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
+import re
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
-    JSONResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
 )
+from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -55,12 +66,22 @@ from ..errors import (
     TodoSessionsError,
 )
 from ..jsonl import export_lines
+from ..jsonout import dumps, escape_controls
+from ..redact import mask_url
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import views
-from .render import list_url, render, render_messages, render_row, render_todos, session_url
+from .render import (
+    api_url,
+    list_url,
+    render,
+    render_messages,
+    render_row,
+    render_todos,
+    session_url,
+)
 
-__all__ = ["LOCAL_HOSTS", "create_app"]
+__all__ = ["FORK_TOKEN_FIELD", "LOCAL_HOSTS", "create_app", "host_name"]
 
 STATIC = Path(__file__).parent / "static"
 
@@ -102,6 +123,81 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class JSONResponse(StarletteJSONResponse):
+    """Starlette's JSON response with DEL and the C1 controls escaped (`jsonout`)."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port, lower case, without a final dot:
+    ``[::1]:8765`` → ``::1``, ``Example.COM.:80`` → ``example.com``."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[1:end] if end > 0 else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+class _HostCheck:
+    """Refuses (400) a request whose ``Host`` header is not one of ``names`` (DNS
+    rebinding). Names are compared as `host_name` gives them; IPv6 with or without
+    brackets."""
+
+    def __init__(self, app: ASGIApp, names: Sequence[str]) -> None:
+        self.app = app
+        self.names = frozenset(host_name(n) for n in names)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if host_name(host) not in self.names:
+                response = PlainTextResponse("Invalid host header", status_code=400)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+_SEQ_TEXT = re.compile(r"[0-9]{1,18}")
+"""A ``Last-Event-ID`` we sent: ASCII digits (``str.isdigit`` also takes ``²``)."""
+
+FORK_TOKEN_FIELD = "fork_token"
+"""The form field a fork request carries the server's token in."""
+
+MAX_FORM_BYTES = 4096
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a request comes from this server's own page: ``Sec-Fetch-Site: same-origin``
+    (browsers send it), else an ``Origin`` naming this server's scheme and host."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return False
+    parts = urlsplit(origin)
+    return parts.scheme == request.url.scheme and parts.netloc == request.headers.get("host")
+
+
+async def _form_token(request: Request) -> str | None:
+    """The ``fork_token`` of a url-encoded form body (None when absent or malformed)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    try:
+        values = parse_qs(body.decode("ascii"), strict_parsing=False).get(FORK_TOKEN_FIELD)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return values[0] if values and len(values) == 1 else None
+
+
 def _int(request: Request, name: str, default: int | None, *, low: int = 0) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -131,18 +227,29 @@ def create_app(
     allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
     database: str | None = None,
     own_store: bool | None = None,
+    message_limit: int = views.MESSAGE_LIMIT,
 ) -> Starlette:
     """The web application over ``store`` (a `SessionStore`, or a URL to open one).
 
     The app opens the store when it starts and closes it when it stops if it opened it.
-    ``allowed_hosts``: the ``Host`` names accepted (``None``: any, for a server bound to every
-    interface). ``database``: what the page header shows (default: the store's URL).
+    ``allowed_hosts``: the ``Host`` names accepted, without ports (``None``: any, only for an
+    app behind a proxy that checks ``Host`` itself; `server.serve` never passes it).
+    ``database``: what the page header shows (default: the store's URL), every password
+    masked.
     ``own_store``: close the store when the app stops (default: only a store it opened).
+    ``message_limit``: the most bytes of one text a page shows (longer: cut, with a link to
+    ``/api/sessions/ID/message?seq=SEQ``).
     """
+    if message_limit < 1:
+        raise ValueError(f"message_limit must be >= 1, got {message_limit}")
     owned = not isinstance(store, SessionStore) if own_store is None else own_store
     the_store = SessionStore(store) if isinstance(store, str) else store
-    shown_db = database if database is not None else the_store.url
-    base = {"database": shown_db, "writes": allow_writes}
+    shown_db = mask_url(database if database is not None else the_store.url)
+    fork_token = secrets.token_urlsafe(32) if allow_writes else ""
+    base = {"database": shown_db, "writes": allow_writes, "fork_token": fork_token}
+
+    def full_url(session_id: str) -> Callable[[int], str]:
+        return lambda seq: api_url(session_id, "message", seq=seq)
 
     def page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(template, **base, **context), status_code=code)
@@ -209,8 +316,10 @@ def create_app(
         header, turns, state, rows = await asyncio.gather(
             the_store.header(session_id),
             the_store.count(session_id, type="turn/start"),
-            views.load_state(the_store, session_id, at, last),
-            views.load_timeline(the_store, session_id, start),
+            views.load_state(the_store, session_id, at, last, limit=message_limit),
+            views.load_timeline(
+                the_store, session_id, start, full_url=full_url(session_id), limit=message_limit
+            ),
         )
         data = views.SessionPage(header.model_dump(), summary, turns, state, start, rows)
         return page(
@@ -225,7 +334,9 @@ def create_app(
             shown=views.MESSAGES_SHOWN,
             total=len(state.messages),
             messages=state.messages_json(views.MESSAGES_SHOWN),
-            metadata_json=json.dumps(dict(summary.metadata), ensure_ascii=False, indent=2),
+            seqs=state.shown_seqs(views.MESSAGES_SHOWN),
+            window=state.window(),
+            metadata_json=dumps(dict(summary.metadata), indent=2),
         )
 
     # -- the JSON API --------------------------------------------------------------------------
@@ -245,13 +356,13 @@ def create_app(
         summary = await summary_or_404(session_id)
         last = summary.next_seq - 1
         at = views.clamp(_int(request, "at", None), last)
-        state = await views.load_state(the_store, session_id, at, last)
+        state = await views.load_state(the_store, session_id, at, last, limit=message_limit)
         with_html = request.query_params.get("html") == "1"
         body = {"session": session_id, **state.to_json(with_messages=not with_html)}
         if with_html:
             body["html"] = {
                 "todos": render_todos(state),
-                "messages": render_messages(state, views.MESSAGES_SHOWN),
+                "messages": render_messages(state, views.MESSAGES_SHOWN, session_id),
             }
         return JSONResponse(body)
 
@@ -260,7 +371,9 @@ def create_app(
         summary = await summary_or_404(session_id)
         at = views.clamp(_int(request, "at", None), summary.next_seq - 1)
         start = views.page_start(at)
-        rows = await views.load_timeline(the_store, session_id, start)
+        rows = await views.load_timeline(
+            the_store, session_id, start, full_url=full_url(session_id), limit=message_limit
+        )
         html = render(
             "_timeline.html",
             session_id=session_id,
@@ -278,14 +391,31 @@ def create_app(
         summary = await summary_or_404(session_id)
         from_seq = _int(request, "from", summary.next_seq)
         assert from_seq is not None
-        resumed = request.headers.get("last-event-id", "")
-        if resumed.isdigit():  # a browser reconnecting: go on after the last event it had
+        resumed = request.headers.get("last-event-id", "").strip()
+        if _SEQ_TEXT.fullmatch(resumed):  # a browser reconnecting: on after the last it had
             from_seq = int(resumed) + 1
         return StreamingResponse(
-            _event_stream(the_store, session_id, from_seq),
+            _event_stream(the_store, session_id, from_seq, full_url(session_id), message_limit),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    async def api_message(request: Request) -> Response:
+        session_id = _session_id(request)
+        summary = await summary_or_404(session_id)
+        seq = _int(request, "seq", None)
+        if seq is None or seq >= summary.next_seq:
+            raise HTTPException(404, f"no event at seq {seq} in session {session_id!r}")
+        found = []
+        async with views.closing(the_store.stream(session_id, seq, page_size=1)) as events:
+            async for one in events:
+                found.append(one)
+                break
+        event = found[0] if found else None
+        if event is None or event.seq != seq:
+            raise HTTPException(404, f"no event at seq {seq} in session {session_id!r}")
+        text = views.full_text(event)
+        return Response(text, media_type="text/plain; charset=utf-8")
 
     async def api_export(request: Request) -> Response:
         session_id = _session_id(request)
@@ -294,7 +424,7 @@ def create_app(
         async def lines() -> AsyncIterator[bytes]:
             async with views.closing(export_lines(the_store, session_id)) as exported:
                 async for line in exported:
-                    yield (line + "\n").encode()
+                    yield (escape_controls(line) + "\n").encode()
 
         filename = quote(f"{session_id}.jsonl", safe="")
         return StreamingResponse(
@@ -308,9 +438,11 @@ def create_app(
             raise HTTPException(
                 403, "this server is read-only: start it with --allow-writes to fork sessions"
             )
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        if not _same_origin(request):
             raise HTTPException(403, "a fork must come from this server's own page")
+        token = await _form_token(request)
+        if token is None or not hmac.compare_digest(token.encode(), fork_token.encode()):
+            raise HTTPException(403, "a fork needs this server's token: reload the page")
         session_id = _session_id(request)
         summary = await summary_or_404(session_id)
         at = _int(request, "at", None)
@@ -363,13 +495,14 @@ def create_app(
         Route("/api/sessions/{session_id:path}/timeline", api_timeline),
         Route("/api/sessions/{session_id:path}/events", api_events),
         Route("/api/sessions/{session_id:path}/export", api_export),
+        Route("/api/sessions/{session_id:path}/message", api_message),
         Route("/api/sessions/{session_id:path}/fork", api_fork, methods=["POST"]),
         Route("/sessions/{session_id:path}", session_page),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [Middleware(_SecurityHeaders)]
     if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+        middleware.append(Middleware(_HostCheck, names=list(allowed_hosts)))
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
         TodoSessionsError: library_error,
@@ -379,10 +512,17 @@ def create_app(
     )
     app.state.store = the_store
     app.state.allow_writes = allow_writes
+    app.state.fork_token = fork_token
     return app
 
 
-async def _event_stream(store: SessionStore, session_id: str, from_seq: int) -> AsyncIterator[str]:
+async def _event_stream(
+    store: SessionStore,
+    session_id: str,
+    from_seq: int,
+    full_url: Callable[[int], str],
+    limit: int,
+) -> AsyncIterator[str]:
     """Server-sent events: ``append`` with ``{seq, type, next, html}`` for each event appended
     from ``from_seq`` on (read with `SessionStore.follow`), and a comment line when idle."""
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1000)
@@ -413,7 +553,7 @@ async def _event_stream(store: SessionStore, session_id: str, from_seq: int) -> 
             if item is done:
                 yield "event: gone\ndata: {}\n\n"
                 return
-            row = views.event_row(item, calls)
+            row = views.cut_row(views.event_row(item, calls), full_url(item.seq), limit)
             payload = {
                 "seq": item.seq,
                 "type": item.type,

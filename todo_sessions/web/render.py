@@ -91,8 +91,14 @@ def render_todos(state: State) -> str:
     return ENV.get_template("_todos.html").render(state=state)
 
 
-def render_messages(state: State, shown: int) -> str:
-    """The message pane: the last ``shown`` messages as of ``state.at``."""
+def render_messages(state: State, shown: int, session_id: str = "") -> str:
+    """The message pane: the last ``shown`` messages of the window of ``state.at``."""
     return ENV.get_template("_messages.html").render(
-        state=state, total=len(state.messages), messages=state.messages_json(shown), shown=shown
+        state=state,
+        total=len(state.messages),
+        messages=state.messages_json(shown),
+        seqs=state.shown_seqs(shown),
+        shown=shown,
+        window=state.window(),
+        session_id=session_id,
     )

@@ -2,28 +2,97 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import uvicorn
 
 from ..store.store import SessionStore
 from .app import LOCAL_HOSTS, create_app
+from .views import MESSAGE_LIMIT
 
-__all__ = ["allowed_hosts", "listen", "serve"]
+__all__ = ["HEADER_TIMEOUT_SECONDS", "HostError", "allowed_hosts", "listen", "serve"]
 
-_EVERY_INTERFACE = ("0.0.0.0", "::", "")
+HEADER_TIMEOUT_SECONDS = 10.0
+"""How long a connection may take to send a request's headers before it is closed: half-sent
+requests do not pile up (uvicorn has no such timeout of its own)."""
 
 
-def allowed_hosts(host: str) -> list[str] | None:
-    """The ``Host`` names to accept: the local names, plus ``host`` itself; None (any) when
-    the server listens on every interface."""
-    if host in _EVERY_INTERFACE:
-        return None
+def header_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a header timeout: a connection that has not sent a whole
+    request head ``seconds`` after it opened (or after its previous response ended) is
+    closed. A request being answered (a live event stream) is never cut."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(seconds, self._headers_late)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _answering(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if not self._answering() and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._answering():
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and not self._answering():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
+
+
+_EVERY_INTERFACE = ("0.0.0.0", "::", "", "*", "[::]")
+
+
+class HostError(ValueError):
+    """``serve`` on every interface without a name to accept in the ``Host`` header."""
+
+
+def allowed_hosts(host: str, allow: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` names to accept: the loopback names, ``host`` itself (unless it is a
+    wildcard) and the names in ``allow`` (``--allow-host``). A wildcard ``host`` (``0.0.0.0``,
+    ``::``) without ``allow`` raises `HostError` saying what to pass: the check is never
+    switched off (DNS rebinding)."""
     names = list(LOCAL_HOSTS)
-    if host not in names:
-        names.append(host if ":" not in host else f"[{host}]")
+    if host.strip() in _EVERY_INTERFACE:
+        if not allow:
+            shown = host or "''"
+            raise HostError(
+                f"--host {shown} listens on every interface: name each host name the viewer "
+                "is reached by with --allow-host NAME (repeatable), e.g. --allow-host "
+                f"{socket.gethostname() or 'myhost.local'}"
+            )
+    elif host not in names:
+        names.append(host)
+    for name in allow:
+        if name not in names:
+            names.append(name)
     return names
 
 
@@ -46,14 +115,22 @@ def serve(
     allow_writes: bool = False,
     database: str | None = None,
     announce: Callable[[str], None] | None = None,
+    allow_hosts: Sequence[str] = (),
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    message_limit: int = MESSAGE_LIMIT,
 ) -> None:
     """Serve ``store`` until interrupted (blocks). ``announce`` gets the server's URL once it
-    listens (with the real port when ``port`` is 0)."""
+    listens (with the real port when ``port`` is 0). ``allow_hosts``: more ``Host`` names to
+    accept (see `allowed_hosts`; `HostError` for a wildcard ``host`` without any).
+    ``header_timeout``: seconds a connection may take to send a request's headers (from when
+    it opens, or when the previous response ended) before it is closed."""
+    names = allowed_hosts(host, allow_hosts)
     sock = listen(host, port)
     app = create_app(
         store,
         allow_writes=allow_writes,
-        allowed_hosts=allowed_hosts(host),
+        allowed_hosts=names,
+        message_limit=message_limit,
         database=database,
         own_store=True,
     )
@@ -62,6 +139,7 @@ def serve(
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=1,  # open live streams never end on their own
+        http=header_timeout_protocol(header_timeout),
         lifespan="on",
     )
     shown = f"[{host}]" if ":" in host else host

@@ -2,7 +2,10 @@
 
 Nothing here knows HTML: `render` turns these values into escaped markup, and the JSON API
 sends them as they are. Every read is bounded: a timeline page is one `stream` page, the todo
-list is `current_todos` (one indexed row), the messages are `derive_messages` (surface rows).
+list is `latest_event` (one indexed row), and the messages are those of one window: the
+surface events of the timeline page that holds ``at`` (200 events), never the whole history
+up to ``at`` (a 100,000-event session costs what a short one does). A text longer than
+`MESSAGE_LIMIT` bytes is shown cut, with a link to the full text.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from ..core.envelope import SessionEvent
+from ..core.envelope import SessionEvent, SurfaceReplace
 from ..core.messages import Message, messages_adapter
+from ..core.surface import derive_messages, fold_surface
 from ..core.todos import TodoItem, todos_from_payload
+from ..errors import InvalidEventError
 from ..store.results import SessionSummary
 from ..store.store import SessionStore, wall_clock_ms
 
@@ -39,13 +44,19 @@ __all__ = [
     "page_start",
     "parse_filters",
     "when",
+    "window_messages",
 ]
 
 TIMELINE_PAGE = 200
 """Events per timeline page (the page holding the selected seq is shown)."""
 
 MESSAGES_SHOWN = 200
-"""The message pane shows the last this many derived messages (the JSON API has them all)."""
+"""The message pane shows the last this many messages of its window (the JSON API has them
+all; a window of `TIMELINE_PAGE` events holds at most that many)."""
+
+MESSAGE_LIMIT = 1_000_000
+"""The most bytes of one text (a message block, a timeline row's text) a page or the state
+API shows; a longer one is cut (at a character boundary) and links to the full text."""
 
 T = TypeVar("T")
 
@@ -293,6 +304,8 @@ class Row:
     minor: bool = False
     """Hidden unless the viewer asks for every event (chunks, step ends, request records)."""
     todos: list[dict[str, str]] = field(default_factory=list)
+    full_url: str = ""
+    """Set when a text of the row was cut (`cut_row`): where the full text is."""
 
 
 def _texts(blocks: Any) -> list[tuple[str, str]]:
@@ -432,16 +445,149 @@ def _compaction_row(event: SessionEvent) -> Row:
     return Row(seq, kind, "other", kind, detail=_short_json(data), minor=True)
 
 
-async def load_timeline(store: SessionStore, session_id: str, start: int) -> list[Row]:
-    """The rows of the timeline page that starts at ``start`` (one `stream` page)."""
+def cut_text(text: str, limit: int) -> tuple[str, int | None]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (at a character boundary), and its full
+    size in bytes when it was cut (None: shown whole)."""
+    if len(text) <= limit // 4:  # certainly short enough: no need to encode it
+        return text, None
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text, None
+    return data[:limit].decode("utf-8", "ignore"), len(data)
+
+
+def cut_row(row: Row, full_url: str, limit: int = MESSAGE_LIMIT) -> Row:
+    """``row`` with each text longer than ``limit`` bytes cut; ``full_url`` is kept on the
+    row when anything was."""
+    for name in ("text", "reasoning", "detail"):
+        shown, size = cut_text(getattr(row, name), limit)
+        if size is not None:
+            setattr(row, name, shown + f"\n… (cut: {size} bytes in all)")
+            row.full_url = full_url
+    return row
+
+
+async def load_timeline(
+    store: SessionStore,
+    session_id: str,
+    start: int,
+    *,
+    full_url: Any = None,
+    limit: int = MESSAGE_LIMIT,
+) -> list[Row]:
+    """The rows of the timeline page that starts at ``start`` (one `stream` page), each text
+    cut to ``limit`` bytes (``full_url(seq)``: the link to a cut text's whole)."""
     rows: list[Row] = []
     calls: dict[str, str] = {}
     async with closing(store.stream(session_id, start, page_size=TIMELINE_PAGE)) as events:
         async for event in events:
-            rows.append(event_row(event, calls))
+            row = event_row(event, calls)
+            rows.append(cut_row(row, full_url(event.seq) if full_url else "", limit))
             if len(rows) == TIMELINE_PAGE:
                 break
     return rows
+
+
+async def window_messages(
+    store: SessionStore, session_id: str, start: int, at: int
+) -> tuple[list[int], list[Message]]:
+    """The messages the surface events of seqs ``start..at`` put on the surface (one
+    timeline window), with the seq of each: each event read once, one `stream` page."""
+    window: list[SessionEvent] = []
+    async with closing(store.stream(session_id, start, page_size=TIMELINE_PAGE)) as events:
+        async for event in events:
+            if event.seq > at or event.seq >= start + TIMELINE_PAGE:
+                break
+            if event.surface_op is not None:
+                window.append(event)
+    return window_surface(window, start)
+
+
+def window_surface(window: Sequence[SessionEvent], start: int) -> tuple[list[int], list[Message]]:
+    """The messages of a window's surface events (those from seq ``start`` on), in surface
+    order, with the seq of each. A replacing event (a summary, a pruned result) takes the place
+    of what it replaced when that lies in the window too, as the model saw it; one whose span
+    begins before the window is shown as the message it is (what it replaced may be far back
+    and is not looked up)."""
+    by_seq = {event.seq: event for event in window}
+    folded = [
+        event
+        if isinstance(event.surface_op, SurfaceReplace) and event.surface_op.start >= start
+        else _alone(event)
+        for event in window
+    ]
+    try:
+        order: Sequence[int] = fold_surface(folded).seqs
+    except InvalidEventError:  # a span the window cannot apply: each event as it came
+        order = [event.seq for event in window]
+    seqs: list[int] = []
+    messages: list[Message] = []
+    for seq in order:
+        for message in derive_messages([_alone(by_seq[seq])]):
+            seqs.append(seq)
+            messages.append(message)
+    return seqs, messages
+
+
+def _alone(event: SessionEvent) -> SessionEvent:
+    """``event`` as an append: its message on its own, whatever it replaced."""
+    if event.surface_op == "append":
+        return event
+    return event.replace(surface_op="append", source_event_seqs=None)
+
+
+def full_text(event: SessionEvent) -> str:
+    """The full text of an event, for the "full text" link of a cut one: its message's texts
+    (`message_text`) for a surface event, else what its timeline row shows, uncut."""
+    if event.surface_op is not None:
+        messages = derive_messages([_alone(event)])
+        if messages:
+            return message_text(messages[0])
+    row = event_row(event, {})
+    return "\n\n".join(part for part in (row.reasoning, row.text, row.detail) if part)
+
+
+def message_text(message: Message) -> str:
+    """Every text of a message, in order (what the "full text" link shows): texts,
+    reasoning, tool call arguments, tool result texts."""
+    out: list[str] = []
+    for block in messages_json([message])[0].get("content", []):
+        for key in ("text", "arguments"):
+            if isinstance(block.get(key), str):
+                out.append(block[key])
+        for inner in block.get("content", []) if isinstance(block.get("content"), list) else []:
+            if isinstance(inner, Mapping) and isinstance(inner.get("text"), str):
+                out.append(inner["text"])
+    return "\n\n".join(out)
+
+
+def cut_messages(dumped: list[dict[str, Any]], limit: int = MESSAGE_LIMIT) -> bool:
+    """Cut, in place, every text of wire-JSON messages longer than ``limit`` bytes; a cut block
+    gets ``"cut": {"bytes": FULL_SIZE}``. Whether anything was cut."""
+    cut = False
+
+    def shorten(block: dict[str, Any], key: str) -> None:
+        nonlocal cut
+        value = block.get(key)
+        if isinstance(value, str):
+            shown, size = cut_text(value, limit)
+            if size is not None:
+                block[key] = shown
+                block["cut"] = {"bytes": size}
+                cut = True
+
+    for message in dumped:
+        for block in message.get("content", []):
+            if not isinstance(block, dict):
+                continue
+            shorten(block, "text")
+            shorten(block, "arguments")
+            for inner in block.get("content", []) if isinstance(block.get("content"), list) else []:
+                if isinstance(inner, dict):
+                    shorten(inner, "text")
+                    if "cut" in inner:
+                        block.setdefault("cut", inner["cut"])
+    return cut
 
 
 # -- the state at a seq ---------------------------------------------------------------------------
@@ -510,14 +656,39 @@ class State:
     write_seq: int | None
     previous_write_seq: int | None
     messages: list[Message]
+    """The messages of the window (`window_messages`), not the whole history."""
     open_turn: int | None = None
     """The turn open at ``at``, where a fork is refused (None: between turns, or unknown)."""
+    message_seqs: list[int] = field(default_factory=list)
+    """The seq of the event each message comes from."""
+    window_start: int = 0
+    """The first seq of the window the messages come from (the timeline page of ``at``)."""
+    limit: int = MESSAGE_LIMIT
+    """Texts longer than this many bytes are cut (`cut_messages`)."""
 
     def messages_json(self, last: int | None = None) -> list[dict[str, Any]]:
-        """The messages in wire JSON: all of them, or the ``last`` ones (a page shows only
-        those, and dumping 20,000 messages to show 200 costs more than showing them)."""
+        """The messages in wire JSON, texts cut to `limit`: all of them, or the ``last``
+        ones."""
         chosen = self.messages if last is None else self.messages[-last:] if last else []
-        return messages_json(chosen)
+        dumped = messages_json(chosen)
+        cut_messages(dumped, self.limit)
+        return dumped
+
+    def shown_seqs(self, last: int) -> list[int]:
+        """The seqs of the ``last`` messages (those `messages_json(last)` gives)."""
+        return self.message_seqs[-last:] if last else []
+
+    def window(self) -> dict[str, Any]:
+        """``{start, end, previous, next}``: the window's seqs, and the ``at`` of the windows
+        before and after it (None at either end)."""
+        end = min(self.at, self.window_start + TIMELINE_PAGE - 1)
+        later = self.window_start + TIMELINE_PAGE
+        return {
+            "start": self.window_start,
+            "end": end,
+            "previous": self.window_start - 1 if self.window_start > 0 else None,
+            "next": min(later + TIMELINE_PAGE - 1, self.last) if later <= self.last else None,
+        }
 
     def to_json(self, *, with_messages: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -529,6 +700,8 @@ class State:
             "todoChanges": [asdict(c) for c in self.changes],
             "messageCount": len(self.messages),
             "openTurn": self.open_turn,
+            "window": self.window(),
+            "messageSeqs": list(self.message_seqs),
         }
         if with_messages:
             out["messages"] = self.messages_json()
@@ -567,15 +740,30 @@ async def _todo_state(
     return todos, todo_changes(todos, previous), write_seq, previous_seq
 
 
-async def load_state(store: SessionStore, session_id: str, at: int, last: int) -> State:
-    """The state as of ``at``. The three parts are read side by side: the messages are by
-    far the slowest on a long session, and the rest fits in their shadow."""
-    messages, (todos, changes, write_seq, previous_seq), turn = await asyncio.gather(
-        store.derive_messages(session_id, upto_seq=at),
+async def load_state(
+    store: SessionStore, session_id: str, at: int, last: int, *, limit: int = MESSAGE_LIMIT
+) -> State:
+    """The state as of ``at``: the todo list, the turn open there, and the messages of the
+    window that holds ``at`` (`window_messages`), read side by side."""
+    start = page_start(at)
+    (seqs, messages), (todos, changes, write_seq, previous_seq), turn = await asyncio.gather(
+        window_messages(store, session_id, start, at),
         _todo_state(store, session_id, at),
         open_turn(store, session_id, at),
     )
-    return State(at, last, todos, changes, write_seq, previous_seq, messages, turn)
+    return State(
+        at,
+        last,
+        todos,
+        changes,
+        write_seq,
+        previous_seq,
+        messages,
+        turn,
+        message_seqs=seqs,
+        window_start=start,
+        limit=limit,
+    )
 
 
 @dataclass

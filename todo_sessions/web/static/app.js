@@ -127,7 +127,10 @@
   fork.addEventListener("click", async () => {
     const out = document.getElementById("fork-result");
     out.textContent = "forking…";
-    const response = await fetch(`${d.forkUrl}?at=${at}`, { method: "POST" });
+    const response = await fetch(`${d.forkUrl}?at=${at}`, {
+      method: "POST",
+      body: new URLSearchParams({ fork_token: d.forkToken }),
+    });
     const body = await response.json();
     out.textContent = "";
     if (response.ok) {
