@@ -18,7 +18,6 @@ from pydantic import Field, model_validator
 from .messages import WireModel
 
 __all__ = [
-    "LEGACY_HEADER_KEYS",
     "EpochHeader",
     "LlmCallConfig",
     "RequestContextData",
@@ -26,10 +25,6 @@ __all__ = [
     "is_legacy_request_header",
     "upcast_request_header",
 ]
-
-LEGACY_HEADER_KEYS = frozenset({"provider", "model", "system", "tools"})
-"""The keys of the ``request/header`` payload todo-sessions wrote before it took the
-reference's shape."""
 
 
 def is_legacy_request_header(data: Any) -> bool:
