@@ -206,6 +206,8 @@ def test_refused_spans_name_the_seq_and_write_nothing() -> None:
         assert f"seq {seq}" in str(refused.value)
     with pytest.raises(CompactionError, match="summary is empty"):
         session.compact("  ")
+    with pytest.raises(CompactionError, match="summary is empty"):
+        session.compact([{"type": "text", "text": " "}, {"type": "text", "text": ""}])
     assert session.next_seq == n
 
 
