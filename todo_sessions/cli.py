@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .core.messages import Message, messages_adapter
     from .core.meta import tag_problem
     from .core.todos import TodoItem
-    from .core.verify import Problem, verify_events
+    from .core.verify import Problem, errors_of, verify_events
     from .integrity import VerifyReport, verify_all, verify_session
     from .jsonl import ImportResult, export_lines, parse_lines
     from .render import Timeline, render_messages, render_timeline, render_todo_list, safe
@@ -79,6 +79,7 @@ def _load_the_library() -> None:
     global Timeline, render_messages, render_timeline, render_todo_list, safe
     global parse_url, LeaseHolder, run_migrate, namespace_of, CheckpointInfo, SessionSummary
     global StoredLog, SessionStore, default_url, wall_clock_ms, SessionHeader, verify_events
+    global errors_of
     global ImportResult, parse_lines
     import asyncio
 
@@ -94,7 +95,7 @@ def _load_the_library() -> None:
     from .core.messages import Message, messages_adapter
     from .core.meta import tag_problem
     from .core.todos import TodoItem
-    from .core.verify import Problem, verify_events
+    from .core.verify import Problem, errors_of, verify_events
     from .integrity import VerifyReport, verify_all, verify_session
     from .jsonl import ImportResult, export_lines, parse_lines
     from .render import (
@@ -1062,7 +1063,7 @@ async def _import_verified(
     accepts only what ``verify`` accepts. A last turn left open is accepted (``verify`` says
     `load` closes it): an export of an interrupted session imports."""
     header, events = parse_lines(lines, progress=progress)
-    problems = verify_events(events)
+    problems = errors_of(verify_events(events))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InvalidEventError(
@@ -1112,7 +1113,7 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
         return await verify_all(store)
 
     report = ctx.run(work)
-    bad = {sid: problems for sid, problems in report.sessions.items() if problems}
+    bad = {sid: problems for sid, problems in report.sessions.items() if errors_of(problems)}
     if as_json:
         # {session id: [problems]}; problems of the database as a whole, when there are
         # any, under the empty key (no session id is empty).
@@ -1123,11 +1124,14 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
         for p in report.database:
             ctx.out.print(f"[red]✗ database[/]: {escape(str(p))}", markup=True)
         for sid, problems in report.sessions.items():
-            if problems:
+            if sid in bad:
                 ctx.out.print(f"[red]✗ {escape(sid)}[/]: {len(problems)} problem(s)", markup=True)
-                for p in problems:
-                    ctx.out.print(f"    {p}")
-            else:
+            elif problems:
+                warned = f"[yellow]! {escape(sid)}[/]: {len(problems)} warning(s)"
+                ctx.out.print(warned, markup=True)
+            for p in problems:
+                ctx.out.print(f"    {p}")
+            if not problems:
                 ctx.out.print(f"[green]✓ {escape(sid)}[/]", markup=True)
         checked = f"{len(report.sessions)} session(s) checked, {len(bad)} with problems"
         if session_id is None:
@@ -1138,7 +1142,10 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
 
 
 def _problem_json(problem: Problem) -> dict[str, Any]:
-    return {"seq": problem.seq, "kind": problem.kind, "message": problem.message}
+    out = {"seq": problem.seq, "kind": problem.kind, "message": problem.message}
+    if problem.warning:
+        out["warning"] = True
+    return out
 
 
 @main.command("fork")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .core.checkpoint import CheckpointError, LiveState
 from .core.envelope import SessionEvent
 from .core.repair import interrupted_turn_closers
-from .core.verify import Problem, verify_events
+from .core.verify import Problem, errors_of, verify_events
 from .errors import CorruptSessionError, FormatUnsupportedError, SessionNotFoundError
 from .store.store import SessionStore
 
@@ -33,7 +33,10 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return not self.database and not any(self.sessions.values())
+        """Nothing wrong: no problem but warnings (`Problem.warning`)."""
+        return not errors_of(self.database) and not any(
+            errors_of(problems) for problems in self.sessions.values()
+        )
 
 
 async def _read_damaged(

@@ -19,7 +19,7 @@ from todo_sessions.core.compaction import PLAN_HEADING, PendingEvent, is_summary
 from todo_sessions.core.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import TodoItem, current_todos
-from todo_sessions.core.verify import verify_events
+from todo_sessions.core.verify import errors_of, verify_events
 from todo_sessions.providers import anthropic, openai_chat, openai_responses
 
 MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -262,8 +262,9 @@ def test_verify_reports_a_replace_that_cuts_a_call_from_its_result() -> None:
     b.exchange("two")
     cut = b.compact(b.surface[0], b.surface[1])  # the prompt and the call, not the result
     problems = verify_events(b.events)
-    assert [(p.seq, p.kind) for p in problems] == [(cut.seq, "surface")]
+    assert [(p.seq, p.kind, p.warning) for p in problems] == [(cut.seq, "surface", True)]
     assert "cuts tool call 'c1'" in problems[0].message
+    assert errors_of(problems) == []  # a warning: the log stays valid
 
 
 def test_a_span_holding_a_call_without_its_result_yet_is_refused() -> None:

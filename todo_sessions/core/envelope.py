@@ -545,6 +545,10 @@ def _from_canonical_json(text: str | bytes, *, plain: bool = False) -> SessionEv
         or wire.get("ignorable", True) is not True
     ):
         return None
+    if ("surfaceOp" in wire and wire["surfaceOp"] is None) or (
+        "sourceEventSeqs" in wire and wire["sourceEventSeqs"] is None
+    ):
+        return None  # a null marker is refused, and the strict path says why
     op = wire.get("surfaceOp")
     if op is not None and op != "append":
         if type(op) is not dict:

@@ -8,7 +8,7 @@ replace (a compaction) cutting a tool call from its result.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidEventError, StructureError
@@ -18,7 +18,7 @@ from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
 
-__all__ = ["Problem", "verify_events"]
+__all__ = ["Problem", "errors_of", "verify_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,16 +31,21 @@ class Problem:
     ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
     ``orphan`` (events without a session row) and ``database`` (the database's own check)."""
     message: str
+    warning: bool = False
+    """A warning, not an error: the log is valid (it imports, and `VerifyReport.ok` holds), but
+    something built from it may be refused elsewhere (a surface replace that cuts a tool call
+    from its result: a provider refuses the request its history makes)."""
 
     def __str__(self) -> str:
         where = f"seq {self.seq}: " if self.seq is not None else ""
-        return f"{where}[{self.kind}] {self.message}"
+        label = f"{self.kind}, warning" if self.warning else self.kind
+        return f"{where}[{label}] {self.message}"
 
 
 def verify_events(
     events: Sequence[SessionEvent], *, unreadable: Collection[int] = ()
 ) -> list[Problem]:
-    """Every problem in ``events`` (empty list: the log is healthy).
+    """Every problem in ``events`` (none but warnings: the log is healthy, see `errors_of`).
 
     ``unreadable``: seqs whose rows could not be read at all (already reported by the caller).
     Their absence is not reported again as a seq gap, and the structure and unanswered-call
@@ -101,10 +106,14 @@ def verify_events(
             problems.append(Problem(event.seq, "surface", str(exc)))
         else:
             if cut is not None:
-                problems.append(
-                    Problem(event.seq, "surface", f"surface replace {_span(event)}: {cut}")
-                )
+                message = f"surface replace {_span(event)}: {cut}"
+                problems.append(Problem(event.seq, "surface", message, warning=True))
     return problems
+
+
+def errors_of(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that make a log unhealthy: all but the warnings."""
+    return [problem for problem in problems if not problem.warning]
 
 
 def _span(event: SessionEvent) -> str:
