@@ -31,3 +31,13 @@ def test_deep_or_large_values_are_cut() -> None:
     many = brief_repr(list(range(10_000)))
     assert many == "[0, 1, 2, 3, 4, 5, 6, 7, ...]"
     assert brief_repr({"a": nested(40)}).startswith("{'a': [[")
+
+
+def test_the_short_form_is_exactly_this() -> None:
+    """Three levels, 80 characters of a string or a number, 8 items."""
+    assert brief_repr(nested(40)) == "[[[[...]]]]"
+    big = brief_repr(["x" * 200, 2**300, *range(10_000)])
+    assert big == (
+        "['" + "x" * 37 + "..." + "x" * 38 + "', 203703597633448608...9763336706183397376, "
+        "0, 1, 2, 3, 4, 5, ...]"
+    )
