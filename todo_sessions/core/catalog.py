@@ -323,3 +323,33 @@ def validate_event(event: SessionEvent) -> None:
                 field=found[0],
             )
     _mark_checked(event, entry)
+
+
+# -- SDK session backends (todo_sessions.integrations; docs/format.md, "SDK sessions") -----------
+
+
+class ClaudeEntryData(WireModel):
+    """``claude/entry``: one Claude Code transcript line, kept whole (``type`` is required)."""
+
+    type: str
+
+
+class AgentsItemData(WireModel):
+    """``agents/item``: one OpenAI Agents SDK input item, kept whole."""
+
+
+class AgentsRetractData(WireModel):
+    """``agents/retract``: ``pop_item`` / ``clear_session``: the ``agents/item`` events (by
+    seq) that no projection shows any more. A surface type: it replaces the retracted items'
+    surface events, so `derive_messages` stops showing them; the log keeps them."""
+
+    items: list[Annotated[int, Field(ge=0)]]
+    reason: Literal["pop", "clear"]
+
+
+for _name, _model, _surface in (
+    ("claude/entry", ClaudeEntryData, False),
+    ("agents/item", AgentsItemData, False),
+    ("agents/retract", AgentsRetractData, True),
+):
+    register_event_type(_name, _model, surface=_surface)
