@@ -347,9 +347,10 @@ class AgentsRetractData(WireModel):
     reason: Literal["pop", "clear"]
 
 
-for _name, _model, _surface in (
+_SDK_TYPES: tuple[tuple[str, type[WireModel], bool], ...] = (
     ("claude/entry", ClaudeEntryData, False),
     ("agents/item", AgentsItemData, False),
     ("agents/retract", AgentsRetractData, True),
-):
-    register_event_type(_name, _model, surface=_surface)
+)
+for _sdk_name, _sdk_model, _sdk_surface in _SDK_TYPES:
+    register_event_type(_sdk_name, _sdk_model, surface=_sdk_surface)

@@ -10,11 +10,12 @@ adapter opened in a new process picks a session up where the log is.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from ..core.envelope import SessionEvent
 from ..store.results import SessionSummary
@@ -115,6 +116,15 @@ class LogState:
             if start in self.surface and end in self.surface:
                 i, j = self.surface.index(start), self.surface.index(end)
                 self.surface[i : j + 1] = [event.seq]
+
+    def copy(self) -> Self:
+        """A copy to build a batch on (containers copied, their values shared: events'
+        payloads are never changed)."""
+        twin = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, list | dict | set):
+                setattr(twin, name, value.copy())
+        return twin
 
     def advance_all(self, events: Iterable[SessionEvent]) -> None:
         for event in events:

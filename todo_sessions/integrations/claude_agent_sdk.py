@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/test_extras.
     ) from exc
 
 import contextlib
+import copy
 
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
@@ -196,6 +197,11 @@ class _ClaudeState(LogState):
             changes = [self._fold_task(name, args) for name, args in _tool_uses(entry)]
             self.task_changed = any(changes)
 
+    def copy(self) -> _ClaudeState:
+        twin = super().copy()
+        twin.tasks = copy.deepcopy(self.tasks)  # its items change in place
+        return twin
+
     def _fold_task(self, name: str, args: Mapping[str, Any]) -> bool:
         if name == "TaskCreate":
             return self.tasks.create(args)
@@ -209,11 +215,11 @@ def _tool_uses(entry: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     if entry.get("type") != "assistant" or not isinstance(message, dict):
         return []
     content = message.get("content")
-    return [
-        (b["name"], b.get("input") if isinstance(b.get("input"), dict) else {})
-        for b in (content if isinstance(content, list) else [])
-        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("name"), str)
-    ]
+    uses: list[tuple[str, Mapping[str, Any]]] = []
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("name"), str):
+            uses.append((b["name"], b["input"] if isinstance(b.get("input"), dict) else {}))
+    return uses
 
 
 def _todo_snapshot(args: Mapping[str, Any]) -> list[dict[str, str]] | None:
@@ -255,12 +261,13 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
             return
         if entry.get("isCompactSummary") is True:
             batch.ensure_turn()
-            data = {"id": uuid, "role": "user", "content": blocks, "source": {"kind": "compaction"}}
+            summary = {"id": uuid, "role": "user", "content": blocks}
+            summary["source"] = {"kind": "compaction"}
             span = list(state.surface)
             if span:
-                batch.add("user/message", data, replace=(span[0], span[-1], span))
+                batch.add("user/message", summary, replace=(span[0], span[-1], span))
             else:
-                batch.add("user/message", data, surface=True)
+                batch.add("user/message", summary, surface=True)
             return
         if entry.get("isMeta") is True:
             batch.ensure_turn()
@@ -378,7 +385,7 @@ class TodoSessionsStore:
         lock = self._locks.setdefault(sid, asyncio.Lock())
         async with lock:
             for _ in range(MAX_TRIES):
-                state = await self._state(sid)
+                state = (await self._state(sid)).copy()
                 batch = self._build(state, key, project, session, subpath, entries)
                 if not batch.events:
                     return
@@ -387,11 +394,8 @@ class TodoSessionsStore:
                         await self._create(sid, subpath, project, session, entries)
                     await self.store.append(sid, batch.events)
                 except (SeqConflictError, SessionExistsError, StoreBusyError):
-                    self._states.pop(sid, None)  # another writer was first: fold again
-                    continue
-                except BaseException:
-                    self._states.pop(sid, None)
-                    raise
+                    continue  # another writer was first: build again on the log as it is now
+                self._states[sid] = state
                 return
             raise SeqConflictError(sid, -1, None, detail=f"append kept racing ({MAX_TRIES} tries)")
 
@@ -404,7 +408,7 @@ class TodoSessionsStore:
         subpath: str | None,
         entries: list[dict[str, Any]],
     ) -> Batch:
-        """The batch for ``entries``, advancing ``state`` (dropped if the append fails)."""
+        """The batch for ``entries``, advancing ``state`` (a copy: kept if the append lands)."""
         work = state
         batch = Batch(work, now_ms())
         fresh: list[dict[str, Any]] = []
@@ -473,7 +477,7 @@ class TodoSessionsStore:
             events = await self.store.read_from(sid)
         except SessionNotFoundError:
             return None
-        return [event.data for event in events if event.type == ENTRY_TYPE]
+        return [event.data_copy() for event in events if event.type == ENTRY_TYPE]
 
     async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
         """``[{session_id, mtime}]`` of the project's main transcripts (mtime: the store's

@@ -66,13 +66,13 @@ _RUNNING: contextvars.ContextVar[TodoSessionsSession | None] = contextvars.Conte
 class _ItemsState(LogState):
     def __init__(self) -> None:
         super().__init__()
-        self.items: dict[int, dict[str, Any]] = {}
-        """The visible items by the seq of their ``agents/item`` event, in log order."""
+        self.items: dict[int, SessionEvent] = {}
+        """The ``agents/item`` events of the visible items by seq, in log order."""
 
     def advance(self, event: SessionEvent) -> None:
         super().advance(event)
         if event.type == ITEM_TYPE:
-            self.items[event.seq] = event._data
+            self.items[event.seq] = event
         elif event.type == RETRACT_TYPE:
             for seq in event._data.get("items", ()):
                 self.items.pop(seq, None)
@@ -131,8 +131,10 @@ def _map_item(batch: Batch, item: Mapping[str, Any], seq: int, model: str) -> No
         )
         if kind == "function_call":
             call = blocks[0]
-            data = {"turn": turn, "step": step, "callId": call["id"], "name": call["name"]}
-            batch.add("tool/call", {**data, "arguments": call["arguments"]})
+            call_data: dict[str, Any] = {"turn": turn, "step": step, "callId": call["id"]}
+            batch.add(
+                "tool/call", {**call_data, "name": call["name"], "arguments": call["arguments"]}
+            )
         batch.close_step()
     elif kind == "function_call_output" and isinstance(item.get("call_id"), str):
         output = item.get("output")
@@ -165,6 +167,7 @@ class TodoSessionsSession:
         self.model = model
         """Named in the ``source`` of mapped assistant messages (items do not say)."""
         self._handle = StoreHandle(store_or_url)
+        self._cached: _ItemsState | None = None
 
     @property
     def store(self) -> SessionStore:
@@ -181,16 +184,22 @@ class TodoSessionsSession:
         await self.close()
 
     async def _state(self) -> _ItemsState:
-        state = _ItemsState()
-        with contextlib.suppress(SessionNotFoundError):
-            state.advance_all(await self.store.read_from(self.session_id))
+        """The fold of the log, brought up to date with what was appended since it was last
+        read (by anyone): one read of the new events only."""
+        state = self._cached
+        if state is None:
+            state = self._cached = _ItemsState()
+        try:
+            state.advance_all(await self.store.read_from(self.session_id, state.next_seq))
+        except SessionNotFoundError:
+            state = self._cached = _ItemsState()  # not stored (or deleted meanwhile)
         return state
 
     async def _append(self, build: Any) -> Any:
         """``build(batch, state)`` on the current log, appended at its end; recomputed when
         another writer was first. Returns what ``build`` returned."""
         for _ in range(MAX_TRIES):
-            state = await self._state()
+            state = (await self._state()).copy()
             batch = Batch(state, now_ms())
             result = build(batch, state)
             if not batch.events:
@@ -207,7 +216,8 @@ class TodoSessionsSession:
                         await self.store.create(header)
                 await self.store.append(self.session_id, batch.events)
             except (SeqConflictError, SessionExistsError, StoreBusyError):
-                continue
+                continue  # another writer was first: build again on the log as it is now
+            self._cached = state
             return result
         raise SeqConflictError(
             self.session_id, -1, None, detail=f"kept racing other writers ({MAX_TRIES} tries)"
@@ -221,10 +231,10 @@ class TodoSessionsSession:
         _RUNNING.set(self)
         if limit is None:
             limit = self.session_settings.limit
-        items = list((await self._state()).items.values())
+        events = list((await self._state()).items.values())
         if limit is not None:
-            items = items[-limit:] if limit > 0 else []
-        return copy.deepcopy(items)
+            events = events[-limit:] if limit > 0 else []
+        return [event.data_copy() for event in events]
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items in one transaction (all or nothing)."""
@@ -260,7 +270,7 @@ class TodoSessionsSession:
             if not state.items:
                 return None
             seq = next(reversed(state.items))
-            item = copy.deepcopy(state.items[seq])
+            item = state.items[seq].data_copy()
             self._retract([seq], "pop", batch, state)
             return item
 
