@@ -24,11 +24,13 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 from todo_sessions import SessionStore, derive_messages
 from todo_sessions.cli import main
 from todo_sessions.core.todos import current_todos
 from todo_sessions.integrations.claude_agent_sdk import TodoSessionsStore, session_id_for
+from todo_sessions.web import create_app
 
 SESSION = "0b6d3c5e-8f7a-4c1e-9d2b-3a4f5e6d7c8b"
 AGENT = "a1b2c3d"
@@ -183,6 +185,13 @@ def local_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return str(project)
 
 
+def _viewer_page(url: str, session_id: str) -> str:
+    with TestClient(create_app(url, allowed_hosts=["testserver"])) as client:
+        response = client.get(f"/sessions/{session_id}")
+        assert response.status_code == 200
+        return response.text
+
+
 def _info(info: Any) -> dict[str, Any]:
     fields = dict(vars(info))
     fields.pop("last_modified")  # each store's own write time
@@ -235,11 +244,25 @@ async def test_sdk_helpers_give_what_they_give_for_the_sdks_own_store(
         [child] = await store.list(parent=sid)
         assert child.metadata["claude"]["subpath"] == f"subagents/agent-{AGENT}"
         if db_url != "sqlite://":  # an in-memory database is this process's only
-            for command, wanted in (("todos", "[~] Fix the parser"), ("messages", "Fixed")):
+            for command, wanted in (
+                (["todos"], "[~] Fix the parser"),
+                (["messages"], "Fixed"),
+                (["show"], "(replaces earlier history)"),
+                (["show", "-v"], "claude/entry"),  # every line is there, kept whole
+            ):
                 result = await asyncio.to_thread(
-                    CliRunner().invoke, main, ["--db", db_url, command, sid]
+                    CliRunner().invoke, main, ["--db", db_url, *command, sid]
                 )
                 assert result.exit_code == 0 and wanted in result.output, result.output
+            # turns, steps, calls and the surface are well formed; a transcript does not say
+            # when its last turn ends, so that turn is open (as in an interrupted session)
+            result = await asyncio.to_thread(
+                CliRunner().invoke, main, ["--db", db_url, "verify", sid]
+            )
+            assert "1 problem(s)" in result.output, result.output
+            assert "[interrupted] the last turn is still open" in result.output
+            page = await asyncio.to_thread(_viewer_page, db_url, sid)
+            assert "Fix the parser" in page and "Fixed the off-by-one" in page
 
         forked = await fork_session_via_store(ours, SESSION, directory=project, title="Branch")
         their_fork = await fork_session_via_store(theirs, SESSION, directory=project)

@@ -176,7 +176,16 @@ class _Tasks:
         return changed
 
     def snapshot(self) -> list[dict[str, str]]:
-        return [dict(item) for item in self.items.values()]
+        """The list as ``todo/write`` items; a subject that is not unique gets `` (task N)``."""
+        counts: dict[str, int] = {}
+        for item in self.items.values():
+            counts[item["content"]] = counts.get(item["content"], 0) + 1
+        return [
+            {**item, "content": f"{item['content']} (task {task_id})"}
+            if counts[item["content"]] > 1
+            else dict(item)
+            for task_id, item in self.items.items()
+        ]
 
 
 class _ClaudeState(LogState):
@@ -309,13 +318,11 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
                 }
                 batch.add("tool/call", call)
         for name, args in _tool_uses(entry):
-            todos = None
-            if name == "TodoWrite":
-                todos = _todo_snapshot(args)
-            elif name in ("TaskCreate", "TaskUpdate") and state.task_changed:
-                todos = state.tasks.snapshot()
+            todos = _todo_snapshot(args) if name == "TodoWrite" else None
             if todos is not None:
                 batch.add("todo/write", {"todos": todos})
+        if state.task_changed:  # one snapshot of the whole task list after the line's changes
+            batch.add("todo/write", {"todos": state.tasks.snapshot()})
         batch.close_step()
 
 
