@@ -49,6 +49,7 @@ def options(fake: FakeAnthropic, config_dir: Path, cwd: Path, store: Any, **kw: 
         "ANTHROPIC_BASE_URL": fake.url,
         "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
         "CLAUDE_CONFIG_DIR": str(config_dir),
+        "TMPDIR": str(config_dir.parent),  # the CLI's scratch files stay in the test's directory
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
