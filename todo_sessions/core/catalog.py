@@ -343,7 +343,8 @@ class AgentsRetractData(WireModel):
     seq) that no projection shows any more. A surface type: it replaces the retracted items'
     surface events, so `derive_messages` stops showing them; the log keeps them."""
 
-    items: list[Annotated[int, Field(ge=0)]]
+    items: list[int]
+    """Seqs of ``agents/item`` events (a seq that names none retracts nothing)."""
     reason: Literal["pop", "clear"]
 
 
