@@ -401,9 +401,10 @@ def test_a_check_that_raises_leaves_the_answer_to_the_model(
 
 def test_the_built_in_catalog() -> None:
     assert FORMAT_VERSION == 0
-    surface = {name for name, entry in EVENT_TYPES.items() if entry.surface}
+    sdk = {"claude/entry", "agents/item", "agents/retract"}  # SDK session backends (below)
+    surface = {name for name, entry in EVENT_TYPES.items() if entry.surface and name not in sdk}
     assert surface == {"user/message", "assistant/message", "tool/result"}
-    assert {name: entry.model.__name__ for name, entry in EVENT_TYPES.items()} == {
+    assert {n: e.model.__name__ for n, e in EVENT_TYPES.items() if n not in sdk} == {
         "turn/start": "TurnStartData",
         "turn/end": "TurnEndData",
         "step/start": "StepData",
@@ -423,6 +424,12 @@ def test_the_built_in_catalog() -> None:
         "compaction/summary": "CompactionSummaryData",
         "compaction/end": "CompactionEndData",
         "compaction/prune": "CompactionPruneData",
+    }
+    # the SDK session backends' types (todo_sessions.integrations; docs/format.md, "SDK sessions")
+    assert {n: (EVENT_TYPES[n].model.__name__, EVENT_TYPES[n].surface) for n in sdk} == {
+        "claude/entry": ("ClaudeEntryData", False),
+        "agents/item": ("AgentsItemData", False),
+        "agents/retract": ("AgentsRetractData", True),
     }
     with pytest.raises(TypeError):
         EVENT_TYPES["x/y"] = EVENT_TYPES["turn/start"]  # type: ignore[index]

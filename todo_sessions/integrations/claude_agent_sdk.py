@@ -1,0 +1,535 @@
+"""A Claude Agent SDK ``SessionStore`` on the todo-sessions log: `TodoSessionsStore`.
+
+``ClaudeAgentOptions(session_store=TodoSessionsStore(url))`` mirrors every Claude Code
+transcript line into this library's store (README.md, "Claude Agent SDK"; docs/format.md,
+"SDK sessions"). Each line is kept whole in one ``claude/entry`` event and `load` gives the
+lines back deep-equal, in order; what the mapping understands follows it as typed events:
+prompts open turns, assistant content becomes ``assistant/message`` (tool uses also
+``tool/call``), tool results ``tool/result``, a compaction summary replaces the surface it
+summarises, and every ``TodoWrite`` call and every ``TaskCreate`` / ``TaskUpdate`` change of
+the task list a ``todo/write`` snapshot. So ``todo-sessions todos``, ``messages``, the viewer
+and the ACP bridge read a Claude session like a native one.
+
+Keys: ``{project_key, session_id}`` is one session of the store, tagged with the project;
+``{..., subpath}`` (a sub-agent's transcript) a child session whose ``parent`` is the main
+one. The SDK's folded summary (``fold_session_summary``) is stored verbatim in the session's
+metadata by a ``session/meta`` event of the same append, so in the same transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+try:
+    from claude_agent_sdk import fold_session_summary
+except ImportError as exc:  # pragma: no cover - exercised by tests/test_extras.py
+    raise ImportError(
+        "todo_sessions.integrations.claude_agent_sdk needs the [claude] extra: "
+        "pip install 'todo-sessions[claude]'"
+    ) from exc
+
+import contextlib
+import copy
+
+from ..core.envelope import SessionEvent
+from ..core.header import SessionHeader
+from ..core.todos import todo_list_problem
+from ..errors import (
+    InvalidEventError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreBusyError,
+)
+from ..store.store import SessionStore
+from ._common import MAX_TRIES, Batch, LogState, StoreHandle, iso_ms, list_all, now_ms
+
+__all__ = ["TodoSessionsStore", "project_tag", "session_id_for"]
+
+ENTRY_TYPE = "claude/entry"
+METADATA_KEY = "claude"
+"""The key of a session's metadata this adapter owns: ``{project_key, session_id, subpath?,
+summary?}``."""
+MAX_SESSION_ID = 150
+"""The longest SDK session id a key may have (the store's ids hold 200 characters)."""
+
+_TASK_CREATED = re.compile(r"Task #(\S+) created")
+
+
+def _digest(text: str, n: int) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def project_tag(project_key: str) -> str:
+    """The tag of the main sessions of ``project_key`` (a digest: keys may be long)."""
+    return f"claude-project:{_digest(project_key, 24)}"
+
+
+def _check_key(key: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    if not isinstance(key, Mapping):
+        raise InvalidEventError(f"a session key must be a dict, got {type(key).__name__}")
+    project, session, subpath = key.get("project_key"), key.get("session_id"), None
+    if not isinstance(project, str):
+        raise InvalidEventError("key.project_key must be a string", field="key.project_key")
+    if not isinstance(session, str) or not 1 <= len(session) <= MAX_SESSION_ID:
+        raise InvalidEventError(
+            f"key.session_id must be a string of 1-{MAX_SESSION_ID} characters, got "
+            f"{session!r:.80}",
+            field="key.session_id",
+        )
+    if not session.isprintable():
+        raise InvalidEventError(
+            "key.session_id must not contain control characters", field="key.session_id"
+        )
+    if "subpath" in key:
+        subpath = key["subpath"]
+        if not isinstance(subpath, str) or not subpath:
+            raise InvalidEventError(
+                "key.subpath must be a non-empty string (omit it for the main transcript)",
+                field="key.subpath",
+            )
+    return project, session, subpath
+
+
+def session_id_for(key: Mapping[str, Any]) -> str:
+    """The todo-sessions id of a key: ``claude-<project digest>-<session_id>``, and
+    ``~<subpath digest>`` after it for a sub-agent transcript."""
+    project, session, subpath = _check_key(key)
+    main = f"claude-{_digest(project, 16)}-{session}"
+    return main if subpath is None else f"{main}~{_digest(subpath, 16)}"
+
+
+# -- mapping: transcript lines onto typed events -------------------------------------------------
+
+
+def _blocks_of(content: Any) -> list[dict[str, Any]]:
+    """Anthropic content (a string or blocks) as this library's blocks."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    blocks: list[dict[str, Any]] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            blocks.append({"type": "text", "text": block["text"]})
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            blocks.append({"type": "reasoning", "text": block["thinking"]})
+        elif kind == "tool_use" and isinstance(block.get("id"), str):
+            arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+            blocks.append(
+                {
+                    "type": "tool-call",
+                    "id": block["id"],
+                    "name": str(block.get("name") or "tool"),
+                    "arguments": arguments,
+                }
+            )
+        elif kind == "image" and isinstance(block.get("source"), dict):
+            source = block["source"]
+            if isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str):
+                blocks.append(
+                    {"type": "image", "mediaType": source["media_type"], "data": source["data"]}
+                )
+            else:
+                blocks.append(dict(block))
+        elif isinstance(kind, str) and kind not in ("tool_result",):
+            blocks.append(dict(block))  # kept verbatim (an unknown block)
+    return blocks
+
+
+class _Tasks:
+    """The task list of ``TaskCreate`` / ``TaskUpdate``: ids in creation order."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, str]] = {}
+        self.created = 0
+
+    def create(self, args: Mapping[str, Any], result_text: str | None = None) -> bool:
+        subject = args.get("subject")
+        if not isinstance(subject, str) or not subject.strip():
+            return False
+        self.created += 1
+        self.items[str(self.created)] = {"content": subject.strip(), "status": "pending"}
+        return True
+
+    def update(self, args: Mapping[str, Any]) -> bool:
+        task = self.items.get(str(args.get("taskId")))
+        if task is None:
+            return False
+        status = args.get("status")
+        if status == "deleted":
+            del self.items[str(args.get("taskId"))]
+            return True
+        changed = False
+        if status in ("pending", "in_progress", "completed"):
+            task["status"], changed = status, True
+        subject = args.get("subject")
+        if isinstance(subject, str) and subject.strip():
+            task["content"], changed = subject.strip(), True
+        return changed
+
+    def snapshot(self) -> list[dict[str, str]]:
+        """The list as ``todo/write`` items; a subject that is not unique gets `` (task N)``."""
+        counts: dict[str, int] = {}
+        for item in self.items.values():
+            counts[item["content"]] = counts.get(item["content"], 0) + 1
+        return [
+            {**item, "content": f"{item['content']} (task {task_id})"}
+            if counts[item["content"]] > 1
+            else dict(item)
+            for task_id, item in self.items.items()
+        ]
+
+
+class _ClaudeState(LogState):
+    def __init__(self) -> None:
+        super().__init__()
+        self.uuids: set[str] = set()
+        self.tasks = _Tasks()
+        self.task_changed = False
+        """Whether the last ``claude/entry`` changed the task list."""
+
+    def advance(self, event: SessionEvent) -> None:
+        super().advance(event)
+        if event.type == ENTRY_TYPE:
+            entry = event._data
+            uuid = entry.get("uuid")
+            if isinstance(uuid, str):
+                self.uuids.add(uuid)
+            changes = [self._fold_task(name, args) for name, args in _tool_uses(entry)]
+            self.task_changed = any(changes)
+
+    def copy(self) -> _ClaudeState:
+        twin = super().copy()
+        twin.tasks = copy.deepcopy(self.tasks)  # its items change in place
+        return twin
+
+    def _fold_task(self, name: str, args: Mapping[str, Any]) -> bool:
+        if name == "TaskCreate":
+            return self.tasks.create(args)
+        if name == "TaskUpdate":
+            return self.tasks.update(args)
+        return False
+
+
+def _tool_uses(entry: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    message = entry.get("message")
+    if entry.get("type") != "assistant" or not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    uses: list[tuple[str, Mapping[str, Any]]] = []
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("name"), str):
+            uses.append((b["name"], b["input"] if isinstance(b.get("input"), dict) else {}))
+    return uses
+
+
+def _todo_snapshot(args: Mapping[str, Any]) -> list[dict[str, str]] | None:
+    todos = args.get("todos")
+    if not isinstance(todos, list):
+        return None
+    items = [
+        {"content": t["content"].strip(), "status": t.get("status")}
+        for t in todos
+        if isinstance(t, dict) and isinstance(t.get("content"), str)
+    ]
+    return None if len(items) != len(todos) or todo_list_problem(items) else items
+
+
+def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None:
+    """The typed events of one transcript line (after its ``claude/entry``)."""
+    kind, message = entry.get("type"), entry.get("message")
+    uuid = (
+        entry.get("uuid") if isinstance(entry.get("uuid"), str) else f"seq-{batch.state.next_seq}"
+    )
+    if kind == "user" and isinstance(message, dict):
+        content = message.get("content")
+        results = [
+            b
+            for b in (content if isinstance(content, list) else [])
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+        for block in results:
+            call_id = block.get("tool_use_id")
+            if isinstance(call_id, str) and call_id:
+                inner = _blocks_of(block.get("content", ""))
+                batch.tool_result(
+                    call_id, inner, block.get("is_error") is True, f"{uuid}:{call_id}"
+                )
+        if results:
+            return
+        blocks = _blocks_of(content)
+        if not blocks:
+            return
+        if entry.get("isCompactSummary") is True:
+            batch.ensure_turn()
+            summary = {"id": uuid, "role": "user", "content": blocks}
+            summary["source"] = {"kind": "compaction"}
+            span = list(state.surface)
+            if span:
+                batch.add("user/message", summary, replace=(span[0], span[-1], span))
+            else:
+                batch.add("user/message", summary, surface=True)
+            return
+        if entry.get("isMeta") is True:
+            batch.ensure_turn()
+        else:
+            batch.new_turn()
+        source = {"kind": "user"}
+        batch.add(
+            "user/message",
+            {"id": uuid, "role": "user", "content": blocks, "source": source},
+            surface=True,
+        )
+    elif kind == "assistant" and isinstance(message, dict):
+        blocks = _blocks_of(message.get("content"))
+        if not blocks:
+            return
+        turn, step = batch.open_step()
+        model = message.get("model") if isinstance(message.get("model"), str) else "unknown"
+        data: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "message": {
+                "id": uuid,
+                "role": "assistant",
+                "content": blocks,
+                "source": {"kind": "model", "provider": "anthropic", "model": model},
+            },
+        }
+        if isinstance(message.get("usage"), dict):
+            data["usage"] = message["usage"]
+        batch.add("assistant/message", data, surface=True)
+        for block in blocks:
+            if block["type"] == "tool-call":
+                call = {
+                    "turn": turn,
+                    "step": step,
+                    "callId": block["id"],
+                    "name": block["name"],
+                    "arguments": block["arguments"],
+                }
+                batch.add("tool/call", call)
+        for name, args in _tool_uses(entry):
+            todos = _todo_snapshot(args) if name == "TodoWrite" else None
+            if todos is not None:
+                batch.add("todo/write", {"todos": todos})
+        if state.task_changed:  # one snapshot of the whole task list after the line's changes
+            batch.add("todo/write", {"todos": state.tasks.snapshot()})
+        batch.close_step()
+
+
+class TodoSessionsStore:
+    """The Claude Agent SDK ``SessionStore`` protocol on a todo-sessions store.
+
+    ``store_or_url`` is a `SessionStore` (left open by `aclose`) or a database URL or path (the
+    adapter opens the store, and `aclose` closes it). ``cwd`` is put in the headers of the
+    sessions it creates (an absolute path). Every method of the protocol is implemented:
+    `append`, `load`, `list_sessions`, `list_session_summaries`, `delete`, `list_subkeys`.
+    """
+
+    def __init__(
+        self, store_or_url: SessionStore | str | os.PathLike[str], *, cwd: str | None = None
+    ) -> None:
+        self._handle = StoreHandle(store_or_url)
+        self.cwd = cwd
+        self._states: dict[str, _ClaudeState] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @property
+    def store(self) -> SessionStore:
+        """The todo-sessions store the transcripts are in."""
+        return self._handle.store
+
+    async def aclose(self) -> None:
+        """Close the store if this adapter opened it (a store passed in stays open)."""
+        await self._handle.aclose()
+
+    async def __aenter__(self) -> TodoSessionsStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- state --------------------------------------------------------------------------------
+
+    async def _state(self, session_id: str) -> _ClaudeState:
+        """The fold of the stored log, brought up to date with what others appended."""
+        state = self._states.get(session_id)
+        if state is None:
+            state = self._states[session_id] = _ClaudeState()
+        with contextlib.suppress(SessionNotFoundError):
+            state.advance_all(await self.store.read_from(session_id, state.next_seq))
+        return state
+
+    # -- the protocol ---------------------------------------------------------------------------
+
+    async def append(self, key: Mapping[str, Any], entries: list[Any]) -> None:
+        """Append a batch of transcript lines in one transaction; lines whose ``uuid`` is
+        stored for this key already are skipped (the SDK retries batches)."""
+        project, session, subpath = _check_key(key)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise InvalidEventError(
+                    f"entries[{i}] must be a JSON object, got {type(entry).__name__}",
+                    event_type=ENTRY_TYPE,
+                    field=f"entries[{i}]",
+                )
+            if not isinstance(entry.get("type"), str):
+                raise InvalidEventError(
+                    f"entries[{i}].type must be a string", event_type=ENTRY_TYPE, field="type"
+                )
+        if not entries:
+            return
+        sid = session_id_for(key)
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        async with lock:
+            for _ in range(MAX_TRIES):
+                state = (await self._state(sid)).copy()
+                batch = self._build(state, key, project, session, subpath, entries)
+                if not batch.events:
+                    return
+                try:
+                    if state.next_seq == len(batch.events) and batch.events[0].seq == 0:
+                        await self._create(sid, subpath, project, session, entries)
+                    await self.store.append(sid, batch.events)
+                except (SeqConflictError, SessionExistsError, StoreBusyError):
+                    continue  # another writer was first: build again on the log as it is now
+                self._states[sid] = state
+                return
+            raise SeqConflictError(sid, -1, None, detail=f"append kept racing ({MAX_TRIES} tries)")
+
+    def _build(
+        self,
+        state: _ClaudeState,
+        key: Mapping[str, Any],
+        project: str,
+        session: str,
+        subpath: str | None,
+        entries: list[dict[str, Any]],
+    ) -> Batch:
+        """The batch for ``entries``, advancing ``state`` (a copy: kept if the append lands)."""
+        work = state
+        batch = Batch(work, now_ms())
+        fresh: list[dict[str, Any]] = []
+        for entry in entries:
+            uuid = entry.get("uuid")
+            if isinstance(uuid, str) and uuid in work.uuids:
+                continue
+            fresh.append(entry)
+            batch.time = iso_ms(entry.get("timestamp"), batch.time)
+            event = batch.add(ENTRY_TYPE, entry, ignorable=True)
+            _map_entry(batch, work, event._data)
+        if not fresh:
+            return batch
+        own: dict[str, Any] = dict(work.metadata.get(METADATA_KEY) or {})
+        own.update(project_key=project, session_id=session)
+        if subpath is not None:
+            own["subpath"] = subpath
+        else:
+            prev = own.get("summary")
+            previous = None if prev is None else {"session_id": session, "mtime": 0, "data": prev}
+            own["summary"] = fold_session_summary(previous, dict(key), fresh)["data"]  # type: ignore[arg-type]
+        meta: dict[str, Any] = {}
+        if own != work.metadata.get(METADATA_KEY):
+            meta["metadata"] = {**work.metadata, METADATA_KEY: own}
+        tag = project_tag(project) if subpath is None else "claude-subagent"
+        if tag not in work.tags:
+            meta["tags"] = [*work.tags, tag]
+        if meta:
+            batch.add("session/meta", meta, ignorable=True)
+        return batch
+
+    async def _create(
+        self,
+        sid: str,
+        subpath: str | None,
+        project: str,
+        session: str,
+        entries: list[dict[str, Any]],
+    ) -> None:
+        cwd = self.cwd
+        if cwd is None:
+            found = next((e["cwd"] for e in entries if isinstance(e.get("cwd"), str)), None)
+            cwd = found if found and os.path.isabs(found) else None
+        parent = (
+            None
+            if subpath is None
+            else session_id_for({"project_key": project, "session_id": session})
+        )
+        header = SessionHeader(
+            id=sid,
+            created_at=now_ms(),
+            cwd=cwd,
+            parent_session=parent,
+            origin="claude-agent-sdk",
+            delegation_depth=0 if subpath is None else 1,
+        )
+        # created meanwhile, or pending here: the append decides
+        with contextlib.suppress(SessionExistsError):
+            await self.store.create(header)
+
+    async def load(self, key: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """The stored lines of ``key`` in order, deep-equal to what was appended; None for a
+        key never written."""
+        sid = session_id_for(key)
+        try:
+            events = await self.store.read_from(sid)
+        except SessionNotFoundError:
+            return None
+        return [event.data_copy() for event in events if event.type == ENTRY_TYPE]
+
+    async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
+        """``[{session_id, mtime}]`` of the project's main transcripts (mtime: the store's
+        ``updated_at``, epoch ms)."""
+        out = []
+        async for summary in list_all(self.store, tag=project_tag(project_key)):
+            own = summary.metadata.get(METADATA_KEY)
+            if isinstance(own, dict) and own.get("project_key") == project_key:
+                out.append({"session_id": own["session_id"], "mtime": summary.updated_at})
+        return out
+
+    async def list_session_summaries(self, project_key: str) -> list[dict[str, Any]]:
+        """``[{session_id, mtime, data}]``: the folded summaries stored by `append`, verbatim."""
+        out = []
+        async for summary in list_all(self.store, tag=project_tag(project_key)):
+            own = summary.metadata.get(METADATA_KEY)
+            if (
+                isinstance(own, dict)
+                and own.get("project_key") == project_key
+                and isinstance(own.get("summary"), dict)
+            ):
+                item = {"session_id": own["session_id"], "mtime": summary.updated_at}
+                out.append({**item, "data": own["summary"]})
+        return out
+
+    async def delete(self, key: Mapping[str, Any]) -> None:
+        """Delete a transcript; a main key takes its sub-agent transcripts with it."""
+        sid = session_id_for(key)
+        doomed = [sid]
+        if "subpath" not in key:
+            doomed[:0] = [s for s, _ in await self._subkeys(key)]
+        for one in doomed:
+            self._states.pop(one, None)
+            with contextlib.suppress(SessionNotFoundError):
+                await self.store.delete(one)
+
+    async def list_subkeys(self, key: Mapping[str, Any]) -> list[str]:
+        """The subpaths stored under a main key (sub-agent transcripts)."""
+        return [subpath for _, subpath in await self._subkeys(key)]
+
+    async def _subkeys(self, key: Mapping[str, Any]) -> list[tuple[str, str]]:
+        main = session_id_for({"project_key": key["project_key"], "session_id": key["session_id"]})
+        out = []
+        async for summary in list_all(self.store, parent=main):
+            own = summary.metadata.get(METADATA_KEY)
+            if isinstance(own, dict) and isinstance(own.get("subpath"), str):
+                out.append((summary.id, own["subpath"]))
+        return out
