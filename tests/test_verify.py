@@ -374,3 +374,22 @@ async def test_verify_unknown_id_is_one_line(damaged_db: str) -> None:
     result = await verify(damaged_db, "nope")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == ["error: session 'nope' not found"]
+
+
+async def test_a_replace_cutting_a_call_from_its_result_is_a_warning(shared_db_url: str) -> None:
+    """A surface replace that cuts a tool call from its result is valid (the reference accepts
+    it, import stores it) but reported: `verify` prints it as a warning and exits 0."""
+    b = LogBuilder()
+    b.exchange("one", "c1")
+    b.exchange("two")
+    cut = b.compact(b.surface[0], b.surface[1])  # the prompt and the call, not the result
+    async with SessionStore(shared_db_url) as store:
+        await store.create(header("cut"))
+        await store.append("cut", b.events)
+    result = await verify(shared_db_url)
+    assert result.exit_code == 0, result.stdout
+    assert "! cut: 1 warning(s)" in result.stdout
+    assert f"seq {cut.seq}: [surface, warning]" in result.stdout
+    assert "1 session(s) checked, 0 with problems" in result.stdout
+    found = json.loads((await verify(shared_db_url, "--json")).stdout)["cut"]
+    assert [(p["seq"], p["kind"], p.get("warning")) for p in found] == [(cut.seq, "surface", True)]
