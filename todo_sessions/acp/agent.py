@@ -11,7 +11,9 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   tool calls and their results, and every ``todo/write`` as a ``plan``), streamed page by page
   through `SessionStore.stream` (memory stays flat in the session's length), then sends the
   session's ``session_info_update`` and ``usage_update`` (summed during the replay), and only
-  then answers. An unknown id is ``RequestError.resource_not_found``.
+  then answers. The replay builds its updates' JSON straight from the stored payloads
+  (`UpdateMapper.feed_wire`) and writes them `_REPLAY_BATCH` at a time. An unknown id is
+  ``RequestError.resource_not_found``.
 - ``list_sessions``: the store's sessions newest activity first, `LIST_PAGE_SIZE` per page,
   cursor paging on the store's keyset pagination (`todo_sessions.acp.listing`).
 - ``resume_session`` makes a stored session live without replaying it (repairing an
@@ -77,7 +79,13 @@ from .listing import (
     iso_time,
     session_info,
 )
-from .mapping import SessionUpdate, UpdateMapper, plan_content_update, todos_to_plan
+from .mapping import (
+    SessionUpdate,
+    UpdateMapper,
+    plan_content_update,
+    todos_to_plan,
+    update_to_wire,
+)
 from .usage import UsageTally, context_window
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
@@ -105,6 +113,12 @@ LIST_PAGE_SIZE = 50
 
 _TITLE_SCAN = 64
 """How many first events of an untitled session are looked through for a user message."""
+
+_REPLAY_PAGE = 2000
+"""Events per read of a ``session/load`` replay (`SessionStore.stream`'s ``page_size``)."""
+
+_REPLAY_BATCH = 256
+"""Updates a replay sends together (one write and one drain), at most."""
 
 _FOLLOW_INTERVAL = 0.2
 """Seconds between looks at an open session's log on SQLite (PostgreSQL is notified)."""
@@ -238,10 +252,22 @@ class TodoSessionsAgent:
         self._conn = conn
 
     async def _send(self, session_id: str, update: SessionUpdate) -> None:
-        await self._conn.session_update(session_id=session_id, update=update)
-        if self._plan_updates and update.session_update == "plan":
-            items = plan_content_update(update)
-            await self._conn.session_update(session_id=session_id, update=items)
+        for each in self._with_plan_update([update]):
+            await self._conn.session_update(session_id=session_id, update=each)
+
+    def _with_plan_update(self, updates: Sequence[SessionUpdate]) -> list[SessionUpdate]:
+        """The updates, each ``plan`` followed by its ``plan_update`` when the client asked."""
+        out: list[SessionUpdate] = []
+        for update in updates:
+            out.append(update)
+            if self._plan_updates and update.session_update == "plan":
+                out.append(plan_content_update(update))
+        return out
+
+    async def _send_wire(self, session_id: str, updates: list[dict[str, Any]]) -> None:
+        """Send wire updates (`UpdateMapper.feed_wire`) together, in order."""
+        if updates:
+            await self._conn.session_updates(session_id, updates)
 
     async def aclose(self) -> None:
         """Stop following the open sessions (the service stays the caller's)."""
@@ -339,14 +365,22 @@ class TodoSessionsAgent:
         tally = UsageTally()
         title = summary.title
         next_seq = 0
+        batch: list[dict[str, Any]] = []
         with _client_errors(session_id):
-            async for event in self.service.store.stream(session_id):
+            stream = self.service.store.stream(session_id, page_size=_REPLAY_PAGE)
+            async for event in stream:
                 tally.feed(event)
                 if title is None and event.type == "user/message":
                     title = first_line(event.data)
-                for update in mapper.feed(event):
-                    await self._send(session_id, update)
+                if event.type == "todo/write":  # a plan, and its plan_update when asked for
+                    batch.extend(map(update_to_wire, self._with_plan_update(mapper.feed(event))))
+                else:
+                    batch.extend(mapper.feed_wire(event))
                 next_seq = event.seq + 1
+                if len(batch) >= _REPLAY_BATCH:
+                    await self._send_wire(session_id, batch)
+                    batch = []
+        await self._send_wire(session_id, batch)
         await self._send_info(session_id, summary, title)
         await self._send(session_id, tally.update())
         if session_id not in self.service.live_ids():
