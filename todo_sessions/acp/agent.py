@@ -265,9 +265,19 @@ class TodoSessionsAgent:
         return out
 
     async def _send_wire(self, session_id: str, updates: list[dict[str, Any]]) -> None:
-        """Send wire updates (`UpdateMapper.feed_wire`) together, in order."""
-        if updates:
-            await self._conn.session_updates(session_id, updates)
+        """Send wire updates (`UpdateMapper.feed_wire`) together, in order. A connection
+        without ``session_updates`` (the SDK's own ``AgentSideConnection``) is given each one
+        as the SDK's model, validated from its JSON."""
+        if not updates:
+            return
+        send_many = getattr(self._conn, "session_updates", None)
+        if send_many is not None:
+            await send_many(session_id, updates)
+            return
+        for update in updates:
+            notification = {"sessionId": session_id, "update": update}
+            model = _sdk.SessionNotification.model_validate(notification).update
+            await self._conn.session_update(session_id=session_id, update=model)
 
     async def aclose(self) -> None:
         """Stop following the open sessions (the service stays the caller's)."""

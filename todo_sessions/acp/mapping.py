@@ -296,6 +296,10 @@ def event_to_updates(
     return _updates(event, _parse(event), present_call)
 
 
+_BOUNDARIES = frozenset(("step/start", "step/end", "turn/start", "turn/end"))
+"""Where a streamed model call that no message cited ends."""
+
+
 class UpdateMapper:
     """The updates of one session's log, fed event by event in log order.
 
@@ -316,7 +320,8 @@ class UpdateMapper:
         append; anything else (other kinds, a payload of another shape, a ``present_call``
         that gives a ``rawInput``) takes `feed` and the SDK's models, so the JSON is the same.
         """
-        build = _WIRE.get(event.type)
+        kind = event.type
+        build = _WIRE.get(kind)
         if build is not None:
             try:
                 wire = build(self, event)
@@ -324,6 +329,11 @@ class UpdateMapper:
                 wire = None
             if wire is not None:
                 return wire
+        elif kind in _BOUNDARIES:
+            self._anchor, self._streamed = None, set()  # as `feed` does
+            return []
+        elif kind != "todo/write":
+            return []  # `feed` shows nothing of any other kind
         return [update_to_wire(update) for update in self.feed(event)]
 
     def __init__(self, *, present_call: PresentCall | None = None) -> None:
@@ -354,7 +364,7 @@ class UpdateMapper:
             if anchor is None or anchor not in (event.source_event_seqs or ()):
                 anchor, streamed = None, frozenset()
             return _assistant_updates(event, payload, anchor=anchor, skip=streamed)
-        if event.type in ("step/start", "step/end", "turn/start", "turn/end"):
+        if event.type in _BOUNDARIES:
             self._anchor, self._streamed = None, set()  # chunks no message cited: left shown
             return []
         if isinstance(payload, ToolCallData):
@@ -483,6 +493,10 @@ def _finite(text: str) -> float:
     return value
 
 
+_ARGUMENTS = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+"""Tool arguments as `_parse_arguments` reads them, refusing what the models write otherwise."""
+
+
 def _wire_call(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
     data = _payload(event)
     if type(data) is not dict:
@@ -495,7 +509,7 @@ def _wire_call(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]
     if _SURROGATE.search(arguments):
         return None  # a lone surrogate maybe: the models' path
     try:
-        parsed = json.loads(arguments, parse_constant=_no_constants, parse_float=_finite)
+        parsed = _ARGUMENTS.decode(arguments)
     except ValueError:
         return None  # not JSON (passed raw) or with NaN: the models' path
     present = mapper._present_call
