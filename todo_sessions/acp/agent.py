@@ -374,19 +374,21 @@ class TodoSessionsAgent:
         title = summary.title
         next_seq = 0
         with _client_errors(session_id):
-            async for page in self._pages(session_id):
-                batch: list[dict[str, Any]] = []
-                for event in page:
-                    tally.feed(event)
-                    if title is None and event.type == "user/message":
-                        title = first_line(event.data)
-                    if event.type == "todo/write":  # a plan, and its plan_update if asked for
-                        plans = self._with_plan_update(mapper.feed(event))
-                        batch.extend(map(update_to_wire, plans))
-                    else:
-                        batch.extend(mapper.feed_wire(event))
-                await self._send_wire(session_id, batch)
-                next_seq = page[-1].seq + 1
+            pages = contextlib.aclosing(self._pages(session_id))
+            async with pages as reading:
+                async for page in reading:
+                    batch: list[dict[str, Any]] = []
+                    for event in page:
+                        tally.feed(event)
+                        if title is None and event.type == "user/message":
+                            title = first_line(event.data)
+                        if event.type == "todo/write":  # a plan (and plan_update if asked)
+                            plans = self._with_plan_update(mapper.feed(event))
+                            batch.extend(map(update_to_wire, plans))
+                        else:
+                            batch.extend(mapper.feed_wire(event))
+                    await self._send_wire(session_id, batch)
+                    next_seq = page[-1].seq + 1
         await self._send_info(session_id, summary, title)
         await self._send(session_id, tally.update())
         if session_id not in self.service.live_ids():
