@@ -531,6 +531,8 @@ def _wire_call(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]
 
 
 def _wire_result(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
+    if event.surface_op is not None and event.surface_op != "append":
+        return None  # a rewritten result: what it shows is the models' path's to say
     try:
         data = _payload(event)
         message = data["message"]
