@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
@@ -396,7 +396,7 @@ class TodoSessionsAgent:
         self._follow(session_id, next_seq)
         return _sdk.LoadSessionResponse()
 
-    async def _pages(self, session_id: str) -> AsyncIterator[list[SessionEvent]]:
+    async def _pages(self, session_id: str) -> AsyncGenerator[list[SessionEvent], None]:
         """The stored log in pages of `_REPLAY_PAGE` events (`SessionStore.read_from`, each
         page its own short read, as `SessionStore.stream` reads), the next page read while
         the caller works on this one: at most two pages are held, whatever the length."""

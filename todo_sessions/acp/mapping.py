@@ -311,31 +311,6 @@ class UpdateMapper:
 
     __slots__ = ("_anchor", "_present_call", "_shown", "_streamed")
 
-    def feed_wire(self, event: SessionEvent) -> list[dict[str, Any]]:
-        """``[update_to_wire(u) for u in self.feed(event)]``, built without the SDK's models.
-
-        For the kinds a replay is made of (``user/message``, ``assistant/message``,
-        ``assistant/chunk``, ``tool/call``, ``tool/result``) the wire dicts are built from the
-        event's JSON text in one decode, for payloads of the shape the catalog validated on
-        append; anything else (other kinds, a payload of another shape, a ``present_call``
-        that gives a ``rawInput``) takes `feed` and the SDK's models, so the JSON is the same.
-        """
-        kind = event.type
-        build = _WIRE.get(kind)
-        if build is not None:
-            try:
-                wire = build(self, event)
-            except _Fallback:
-                wire = None
-            if wire is not None:
-                return wire
-        elif kind in _BOUNDARIES:
-            self._anchor, self._streamed = None, set()  # as `feed` does
-            return []
-        elif kind != "todo/write":
-            return []  # `feed` shows nothing of any other kind
-        return [update_to_wire(update) for update in self.feed(event)]
-
     def __init__(self, *, present_call: PresentCall | None = None) -> None:
         self._present_call = present_call
         self._shown: set[str] = set()
@@ -372,6 +347,31 @@ class UpdateMapper:
         elif isinstance(payload, ToolResultData) and not self.shown(payload.message.source.call_id):
             return []  # the client never saw this call start: nothing to update
         return _updates(event, payload, self._present_call)
+
+    def feed_wire(self, event: SessionEvent) -> list[dict[str, Any]]:
+        """``[update_to_wire(u) for u in self.feed(event)]``, built without the SDK's models.
+
+        For the kinds a replay is made of (``user/message``, ``assistant/message``,
+        ``assistant/chunk``, ``tool/call``, ``tool/result``) the wire dicts are built from the
+        event's JSON text in one decode, for payloads of the shape the catalog validated on
+        append; anything else (other kinds, a payload of another shape, a ``present_call``
+        that gives a ``rawInput``) takes `feed` and the SDK's models, so the JSON is the same.
+        """
+        kind = event.type
+        build = _WIRE.get(kind)
+        if build is not None:
+            try:
+                wire = build(self, event)
+            except _Fallback:
+                wire = None
+            if wire is not None:
+                return wire
+        elif kind in _BOUNDARIES:
+            self._anchor, self._streamed = None, set()  # as `feed` does
+            return []
+        elif kind != "todo/write":
+            return []  # `feed` shows nothing of any other kind
+        return [update_to_wire(update) for update in self.feed(event)]
 
 
 class _Fallback(Exception):
