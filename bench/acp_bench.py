@@ -19,8 +19,9 @@ Rows, each product against its baseline in the same round:
 - ``session/list`` deep page: the same, from the cursor after the 5,000th session (the
   store's ``before=`` that session).
 - ``session/load`` replay of the 100,000-event session: the agent's whole ``session/load``
-  through the SDK's JSON-RPC connection into a transport that serialises every message to its
-  JSON line and drops it (no pipe, so the replay's own cost) against reading the same
+  through the agent's connection into its own stdio transport (`GuardedStdioTransport`, every
+  message serialised to its JSON line) over a writer that drops the bytes (no pipe, so the
+  replay's own cost) against reading the same
   session with ``store.stream`` alone. Reported as seconds, events/s, updates/s and the
   ratio replay / read (target: at most 2x).
 
@@ -34,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import platform
 import statistics
@@ -48,6 +48,7 @@ from typing import Any
 from todo_sessions import SessionEvent, SessionHeader, SessionStore
 from todo_sessions.acp.agent import LIST_PAGE_SIZE, TodoSessionsAgent
 from todo_sessions.acp.connection import AgentConnection
+from todo_sessions.acp.jsonrpc import GuardedStdioTransport
 from todo_sessions.acp.listing import encode_cursor
 from todo_sessions.service import SessionService
 
@@ -149,21 +150,37 @@ async def build(url: str, sessions: int, big: int) -> None:
             await store.append("big", events[start : start + 20_000])
 
 
-class Discard:
-    """A transport that serialises each message to its JSON line (the wire's cost) and drops it."""
+class _NullWriter:
+    """A stream writer that counts what it is given and drops it."""
 
     def __init__(self) -> None:
-        self.messages = 0
         self.bytes = 0
+        self.lines = 0
 
-    async def send(self, message: dict[str, Any]) -> None:
-        self.bytes += len(json.dumps(message, separators=(",", ":")).encode("utf-8")) + 1
-        self.messages += 1
+    def write(self, data: bytes) -> None:
+        self.bytes += len(data)
+        self.lines += data.count(b"\n")
 
-    async def receive(self) -> dict[str, Any] | None:
+    async def drain(self) -> None:
         return None
 
-    async def close(self) -> None:
+    def close(self) -> None:
+        return None
+
+
+class Discard(GuardedStdioTransport):
+    """The agent's own stdio transport (each message serialised to its JSON line, written,
+    drained) over a writer that drops the bytes: the wire's cost without a pipe."""
+
+    def __init__(self) -> None:
+        self.writer = _NullWriter()
+        super().__init__(asyncio.StreamReader(), self.writer)  # type: ignore[arg-type]
+
+    @property
+    def messages(self) -> int:
+        return self.writer.lines
+
+    async def receive(self) -> dict[str, Any] | None:
         return None
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from todo_sessions import ScriptedModel, ScriptedResponse, SessionStore
+from todo_sessions.acp import agent as agent_module
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.builtin import builtin_tools
 from todo_sessions.acp.mapping import replay_updates, update_to_wire
@@ -159,3 +160,27 @@ async def test_load_only_reads_while_another_process_owns_the_turn(tmp_path: Any
     await owner.service.flush(sid)  # the owner carries on undisturbed
     await viewer.service.aclose()
     await owner.service.aclose()
+
+
+async def test_a_replay_over_many_pages_is_the_whole_log_in_order(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of 3 events (the next one read ahead): the updates of the whole log, once each,
+    in log order, exactly those of `replay_updates` (the models' path)."""
+    monkeypatch.setattr(agent_module, "_REPLAY_PAGE", 3)
+    agent, conn = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    for prompt in ("first\nline", "second", "third"):
+        await agent.prompt(session_id=sid, prompt=[Text(prompt)])
+    await agent.service.flush(sid)
+    events = await agent.service.store.read_from(sid, 0)
+    assert len(events) > 9
+    conn.sent.clear()
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    shown = replay_updates(events, present_call=builtin_tools().present_call)
+    expected = [update_to_wire(u) for u in shown]
+    assert conn.sent == expected
+    assert [u["messageId"] for u in expected if u["sessionUpdate"] == "user_message_chunk"] == [
+        f"seq-{e.seq}" for e in events if e.type == "user/message"
+    ]
+    await agent.service.aclose()

@@ -24,6 +24,7 @@ from acp.utils import serialize_params
 from logs import T0, LogBuilder
 
 from todo_sessions.acp.mapping import (
+    UpdateMapper,
     event_to_updates,
     replay_updates,
     todos_to_plan,
@@ -378,3 +379,98 @@ def test_result_of_a_call_that_never_started_shows_nothing() -> None:
     ]  # c2 never started: the client was never shown it, so no update (and no invented start)
     # Event by event, without the log's context, the result is only an update.
     assert kinds(event_to_updates(events[-3])) == ["tool_call_update"]
+
+
+# -- the replay's fast path (`UpdateMapper.feed_wire`) -----------------------------------------
+
+
+class _ModelsForbidden(UpdateMapper):
+    """A mapper whose model path fails: what `feed_wire` answers came from its fast path."""
+
+    def feed(self, event: SessionEvent) -> list[Any]:
+        raise AssertionError(f"{event.type} (seq {event.seq}) took the models' path")
+
+
+def assert_wire_equals_models(
+    events: list[SessionEvent], *, present_call: Any = None, fast: bool = False
+) -> list[dict[str, Any]]:
+    """Feed ``events`` through `feed_wire` and through `feed` + `update_to_wire`: the same
+    JSON text, key order included, and every update valid under the SDK's schema. With
+    ``fast``, the hot kinds must not have taken the models' path."""
+    models = UpdateMapper(present_call=present_call)
+    fast_mapper = UpdateMapper(present_call=present_call)
+    forbidden = _ModelsForbidden(present_call=present_call)
+    sent: list[dict[str, Any]] = []
+    for e in events:
+        expected = [update_to_wire(u) for u in models.feed(e)]
+        got = fast_mapper.feed_wire(e)
+        assert json.dumps(got) == json.dumps(expected), (e.type, e.seq)
+        if fast and e.type in HOT_KINDS:
+            assert forbidden.feed_wire(e) == expected, (e.type, e.seq)
+        elif fast:
+            UpdateMapper.feed(forbidden, e)  # keep its state in step
+        for update in got:
+            notification = {"sessionId": "s1", "update": update}
+            SessionNotification.model_validate(notification)
+        sent.extend(got)
+    return sent
+
+
+HOT_KINDS = {"user/message", "assistant/message", "assistant/chunk", "tool/call", "tool/result"}
+
+
+def test_feed_wire_is_the_models_json_for_a_whole_log() -> None:
+    b = LogBuilder()
+    b.turn_start()
+    b.user('fix it, s\'il vous plaît ✓ "quoted"\n\ttabbed')
+    b.todo(("read", "in_progress"), ("fix", "pending"))
+    b.step_start()
+    first = b.chunk("Reading").seq
+    b.add(
+        "assistant/chunk",
+        {"turn": b.turn, "step": b.step, "chunk": {"type": "reasoning-delta", "text": "hmm"}},
+    )
+    b.add("assistant/chunk", {"turn": b.turn, "step": b.step, "chunk": {"type": "x", "text": ""}})
+    b.assistant("Reading", calls=["c1", "c2"], cites=[first])
+    b.tool_call("c1")
+    b.tool_result("c1", "contents é")
+    b.step_end()
+    b.text_step("Fixed.")
+    b.step_start()
+    b.chunk("never cited")
+    b.step_end()
+    b.turn_end()
+    sent = assert_wire_equals_models(b.events, fast=True)
+    assert [u["sessionUpdate"] for u in sent].count("agent_message_chunk") >= 2
+    assert {"seq-1", f"seq-{first}", f"seq-{first}-thought"} <= {u.get("messageId") for u in sent}
+
+
+def test_feed_wire_single_events_and_edge_payloads() -> None:
+    shown = [event("turn/start", 0, {"turn": 1}), call_event(5)]
+    cases = [
+        [user_event()],
+        [assistant_event()],
+        [*shown, result_event(is_error=True)],
+        [*shown, result_event(error=True)],
+        [*shown, result_event(text="")],
+        [result_event()],  # a call never shown: nothing
+        [todo_event(1, ("a", "pending")), todo_event(2)],
+    ]
+    for events in cases:
+        assert_wire_equals_models(events, fast=True)
+    for arguments in ["not json", "null", "[1, 2.5, -0.0, 12345678901234567890123]", '{"k": {}}']:
+        assert_wire_equals_models([call_event(arguments=arguments)])
+    for arguments in ['{"x": NaN}', '{"x": 1e999}', '{"s": "\\ud800 lone"}']:
+        assert_wire_equals_models([call_event(arguments=arguments)])
+
+
+def test_feed_wire_with_present_call() -> None:
+    presents = [
+        lambda n, a: {"title": f"Read {a['path']}", "kind": "read"},
+        lambda n, a: {"title": "x", "kind": "no-such-kind"},
+        lambda n, a: {"raw_input": {"shown": a}},
+        lambda n, a: None,
+    ]
+    for present in presents:
+        events = [call_event(), result_event()]
+        assert_wire_equals_models(events, present_call=present)

@@ -8,10 +8,13 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   streams each appended event as ``session/update`` notifications, in log order, while the turn
   runs; it answers with the turn's stop reason once every update has been sent.
 - ``load_session`` replays the whole stored log (user messages, assistant text and thoughts,
-  tool calls and their results, and every ``todo/write`` as a ``plan``), streamed page by page
-  through `SessionStore.stream` (memory stays flat in the session's length), then sends the
-  session's ``session_info_update`` and ``usage_update`` (summed during the replay), and only
-  then answers. An unknown id is ``RequestError.resource_not_found``.
+  tool calls and their results, and every ``todo/write`` as a ``plan``), page by page
+  (`SessionStore.read_from` pages, the next one read while one is sent, at most two held:
+  memory stays flat in the session's length), then sends the session's
+  ``session_info_update`` and ``usage_update`` (summed during the replay), and only then
+  answers. The updates' JSON is built straight from the stored payloads
+  (`UpdateMapper.feed_wire`); a page's updates go out in one write and one drain. An
+  unknown id is ``RequestError.resource_not_found``.
 - ``list_sessions``: the store's sessions newest activity first, `LIST_PAGE_SIZE` per page,
   cursor paging on the store's keyset pagination (`todo_sessions.acp.listing`).
 - ``resume_session`` makes a stored session live without replaying it (repairing an
@@ -43,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
@@ -77,7 +80,13 @@ from .listing import (
     iso_time,
     session_info,
 )
-from .mapping import SessionUpdate, UpdateMapper, plan_content_update, todos_to_plan
+from .mapping import (
+    SessionUpdate,
+    UpdateMapper,
+    plan_content_update,
+    todos_to_plan,
+    update_to_wire,
+)
 from .usage import UsageTally, context_window
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
@@ -105,6 +114,9 @@ LIST_PAGE_SIZE = 50
 
 _TITLE_SCAN = 64
 """How many first events of an untitled session are looked through for a user message."""
+
+_REPLAY_PAGE = 2000
+"""Events per read of a ``session/load`` replay; a page's updates are written together."""
 
 _FOLLOW_INTERVAL = 0.2
 """Seconds between looks at an open session's log on SQLite (PostgreSQL is notified)."""
@@ -238,10 +250,32 @@ class TodoSessionsAgent:
         self._conn = conn
 
     async def _send(self, session_id: str, update: SessionUpdate) -> None:
-        await self._conn.session_update(session_id=session_id, update=update)
-        if self._plan_updates and update.session_update == "plan":
-            items = plan_content_update(update)
-            await self._conn.session_update(session_id=session_id, update=items)
+        for each in self._with_plan_update([update]):
+            await self._conn.session_update(session_id=session_id, update=each)
+
+    def _with_plan_update(self, updates: Sequence[SessionUpdate]) -> list[SessionUpdate]:
+        """The updates, each ``plan`` followed by its ``plan_update`` when the client asked."""
+        out: list[SessionUpdate] = []
+        for update in updates:
+            out.append(update)
+            if self._plan_updates and update.session_update == "plan":
+                out.append(plan_content_update(update))
+        return out
+
+    async def _send_wire(self, session_id: str, updates: list[dict[str, Any]]) -> None:
+        """Send wire updates (`UpdateMapper.feed_wire`) together, in order. A connection
+        without ``session_updates`` (the SDK's own ``AgentSideConnection``) is given each one
+        as the SDK's model, validated from its JSON."""
+        if not updates:
+            return
+        send_many = getattr(self._conn, "session_updates", None)
+        if send_many is not None:
+            await send_many(session_id, updates)
+            return
+        for update in updates:
+            notification = {"sessionId": session_id, "update": update}
+            model = _sdk.SessionNotification.model_validate(notification).update
+            await self._conn.session_update(session_id=session_id, update=model)
 
     async def aclose(self) -> None:
         """Stop following the open sessions (the service stays the caller's)."""
@@ -340,19 +374,50 @@ class TodoSessionsAgent:
         title = summary.title
         next_seq = 0
         with _client_errors(session_id):
-            async for event in self.service.store.stream(session_id):
-                tally.feed(event)
-                if title is None and event.type == "user/message":
-                    title = first_line(event.data)
-                for update in mapper.feed(event):
-                    await self._send(session_id, update)
-                next_seq = event.seq + 1
+            pages = contextlib.aclosing(self._pages(session_id))
+            async with pages as reading:
+                async for page in reading:
+                    batch: list[dict[str, Any]] = []
+                    for event in page:
+                        tally.feed(event)
+                        if title is None and event.type == "user/message":
+                            title = first_line(event.data)
+                        if event.type == "todo/write":  # a plan (and plan_update if asked)
+                            plans = self._with_plan_update(mapper.feed(event))
+                            batch.extend(map(update_to_wire, plans))
+                        else:
+                            batch.extend(mapper.feed_wire(event))
+                    await self._send_wire(session_id, batch)
+                    next_seq = page[-1].seq + 1
         await self._send_info(session_id, summary, title)
         await self._send(session_id, tally.update())
         if session_id not in self.service.live_ids():
             self._usage[session_id] = tally
         self._follow(session_id, next_seq)
         return _sdk.LoadSessionResponse()
+
+    async def _pages(self, session_id: str) -> AsyncGenerator[list[SessionEvent], None]:
+        """The stored log in pages of `_REPLAY_PAGE` events (`SessionStore.read_from`, each
+        page its own short read, as `SessionStore.stream` reads), the next page read while
+        the caller works on this one: at most two pages are held, whatever the length."""
+        store = self.service.store
+        page = await store.read_from(session_id, 0, limit=_REPLAY_PAGE)
+        while page:
+            ahead: asyncio.Task[list[SessionEvent]] | None = None
+            if len(page) == _REPLAY_PAGE:
+                ahead = asyncio.ensure_future(
+                    store.read_from(session_id, page[-1].seq + 1, limit=_REPLAY_PAGE)
+                )
+                await asyncio.sleep(0)  # let the read start before this page is worked on
+            try:
+                yield page
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                    with contextlib.suppress(BaseException):
+                        await ahead
+                raise
+            page = [] if ahead is None else await ahead
 
     async def resume_session(
         self, cwd: str, session_id: str, **_: Any

@@ -41,6 +41,7 @@ class AgentConnection:
                 adapt_result=_sdk.normalize_result,
             )
         )
+        self._transport = transport
         self._conn = _sdk.Connection(router, transport, listening=False)
         if (on_connect := getattr(agent, "on_connect", None)) is not None:
             on_connect(self)
@@ -73,6 +74,25 @@ class AgentConnection:
         if meta:
             params["_meta"] = meta
         await self._conn.send_notification("session/update", params)
+
+    async def session_updates(self, session_id: str, updates: list[dict[str, Any]]) -> None:
+        """Send one ``session/update`` notification per wire update (`UpdateMapper.feed_wire`),
+        in order: the messages `session_update` sends, written together when the transport
+        can (``send_many``: one write and one drain for a replay's page)."""
+        messages = [
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": session_id, "update": update},
+            }
+            for update in updates
+        ]
+        send_many = getattr(self._transport, "send_many", None)
+        if send_many is None:
+            for message in messages:
+                await self._conn.send_notification("session/update", message["params"])
+        else:
+            await send_many(messages)
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **meta: Any

@@ -49,6 +49,10 @@ class _LineTooLong(Exception):
         self.limit = limit
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(message, separators=(",", ":"))``, with one encoder made once."""
+
+
 def _error(code: int, message: str, request_id: Any = None, data: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -127,7 +131,8 @@ class GuardedStdioTransport:
     """The SDK's message transport over newline-delimited JSON, with `check_line` in front.
 
     ``receive`` returns only well-formed messages (None at end of input); a malformed line is
-    answered on the spot and reading goes on. Writes are serialised: each message is one line.
+    answered on the spot and reading goes on. Writes are serialised: each message is one line;
+    `send_many` writes several messages (their lines in order) with one write and one drain.
     """
 
     def __init__(
@@ -145,7 +150,16 @@ class GuardedStdioTransport:
         self.max_line = max_line
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
+        data = (_encode(message) + "\n").encode("utf-8")
+        async with self._lock:
+            self._writer.write(data)
+            await self._writer.drain()
+
+    async def send_many(self, messages: list[dict[str, Any]]) -> None:
+        """Send ``messages`` in order, one line each, in one write (a replay's page)."""
+        if not messages:
+            return
+        data = "".join([_encode(message) + "\n" for message in messages]).encode("utf-8")
         async with self._lock:
             self._writer.write(data)
             await self._writer.drain()
