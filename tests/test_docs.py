@@ -124,7 +124,14 @@ USER_DOCS = [README, *(ROOT / "docs" / f"{name}.md" for name in ("format", "prov
 """What a user reads. docs/design.md also describes the internals (recorders, mappers, rows)
 by their own names; its dotted paths are checked, its bare names are not."""
 ALL_DOCS = [*USER_DOCS, ROOT / "docs" / "design.md"]
-DOCUMENTED_SUBPACKAGES = ("todo_sessions.acp", "todo_sessions.tools", "todo_sessions.web")
+DOCUMENTED_SUBPACKAGES = (
+    "todo_sessions.acp",
+    "todo_sessions.tools",
+    "todo_sessions.web",
+    # the SDK session backends: one module per SDK, each behind its extra
+    "todo_sessions.integrations.claude_agent_sdk",
+    "todo_sessions.integrations.openai_agents",
+)
 
 
 def _package_classes() -> set[str]:
