@@ -263,6 +263,8 @@ def test_verify_reports_a_replace_that_cuts_a_call_from_its_result() -> None:
     cut = b.compact(b.surface[0], b.surface[1])  # the prompt and the call, not the result
     problems = verify_events(b.events)
     assert [(p.seq, p.kind, p.warning) for p in problems] == [(cut.seq, "surface", True)]
+    op = cut.surface_op
+    assert problems[0].message.startswith(f"surface replace {op.start}..{op.end}: it cuts")
     assert "cuts tool call 'c1'" in problems[0].message
     assert errors_of(problems) == []  # a warning: the log stays valid
 
@@ -280,3 +282,16 @@ def test_a_span_holding_a_call_without_its_result_yet_is_refused() -> None:
         session.compact("S", end_seq=call.seq)
     assert (refused.value.reason, refused.value.seq) == ("cuts-call", call.seq)
     assert "'late'" in str(refused.value) and "no result yet" in str(refused.value)
+
+
+def test_prune_refuses_a_negative_keep_last_and_an_empty_placeholder() -> None:
+    b = LogBuilder()
+    b.exchange("one", "c1")
+    b.add("turn/start", {"turn": b.turn + 1})
+    session = Session(header(), b.events, strict=True)
+    for bad in ({"keep_last": -1}, {"placeholder": " "}):
+        with pytest.raises(ValueError):
+            session.prune_tool_results(**bad)  # type: ignore[arg-type]
+    assert [p.original_seq for p in session.prune_tool_results(keep_last=0).pruned] == [
+        e.seq for e in b.events if e.type == "tool/result"
+    ]

@@ -54,3 +54,13 @@ def test_a_null_surface_field_is_named() -> None:
         "event 'step/end' (seq 2) may not carry sourceEventSeqs (not even null): only surface "
         "events do"
     )
+
+
+def test_reasoning_effort_when_given_is_not_empty() -> None:
+    config = {"provider": "p", "model": "m"}
+    good = {"header": {"config": {**config, "reasoningEffort": "h"}}, "reason": "initial"}
+    validate_event(SessionEvent("request/header", 3, 0, good))
+    bad = {"header": {"config": {**config, "reasoningEffort": ""}}, "reason": "initial"}
+    with pytest.raises(InvalidEventError) as caught:
+        validate_event(SessionEvent("request/header", 3, 0, bad))
+    assert caught.value.field == "data.header.config.reasoningEffort"

@@ -598,8 +598,8 @@ def _read_as_written(text: str, wire: dict[str, Any]) -> bool:
         text
     ):
         return False
-    read = _keys_read(wire)
-    return read >= 0 and read == text.count('":') - text.count(_ESCAPED_QUOTE_COLON)
+    # -1 (a float past 2**63) never equals the count, which is at least 0: every \": holds a ":
+    return _keys_read(wire) == text.count('":') - text.count(_ESCAPED_QUOTE_COLON)
 
 
 def _keys_read(value: Any) -> int:
