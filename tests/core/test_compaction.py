@@ -15,7 +15,12 @@ from openai.types.responses.response_create_params import ResponseCreateParamsSt
 from test_providers import assert_conforms
 
 from todo_sessions import CompactionError, InvalidEventError, Session, SessionHeader
-from todo_sessions.core.compaction import PLAN_HEADING, PendingEvent, is_summary_message
+from todo_sessions.core.compaction import (
+    PLAN_HEADING,
+    PendingEvent,
+    failed_compaction,
+    is_summary_message,
+)
 from todo_sessions.core.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import TodoItem, current_todos
@@ -295,3 +300,28 @@ def test_prune_refuses_a_negative_keep_last_and_an_empty_placeholder() -> None:
     assert [p.original_seq for p in session.prune_tool_results(keep_last=0).pruned] == [
         e.seq for e in b.events if e.type == "tool/result"
     ]
+
+
+def test_a_failed_attempt_is_recorded_as_start_and_end_with_the_error() -> None:
+    b = LogBuilder()
+    b.exchange("one", "c1")
+    b.add("turn/start", {"turn": b.turn + 1})
+    session = Session(header(), b.events, strict=True)
+    before = list(session.derive_messages())
+    start, end = failed_compaction(
+        session.checkpoint_state(), "no summary", trigger="auto", tokens_before=90
+    )
+    cid, turn = start.data["compactionId"], session.open_turn
+    assert turn == 2
+    assert (start.type, end.type) == ("compaction/start", "compaction/end")
+    assert start.data == {
+        "compactionId": cid,
+        "turn": turn,
+        "trigger": "auto",
+        "tokensBefore": 90,
+    }
+    assert end.data == {"compactionId": cid, "turn": turn, "error": "no summary"}
+    session.append_all([start, end])  # valid records, and nothing replaced
+    assert list(session.derive_messages()) == before
+    again = failed_compaction(session.checkpoint_state(), "x", trigger="manual", tokens_before=None)
+    assert "tokensBefore" not in again[0].data and again[0].data["compactionId"] != cid

@@ -64,3 +64,11 @@ def test_reasoning_effort_when_given_is_not_empty() -> None:
     with pytest.raises(InvalidEventError) as caught:
         validate_event(SessionEvent("request/header", 3, 0, bad))
     assert caught.value.field == "data.header.config.reasoningEffort"
+
+
+@pytest.mark.parametrize("field", ["provider", "model"])
+def test_provider_and_model_are_not_empty(field: str) -> None:
+    config = {"provider": "p", "model": "m", field: ""}
+    with pytest.raises(InvalidEventError) as caught:
+        validate_event(SessionEvent("request/header", 3, 0, {"header": {"config": config}}))
+    assert caught.value.field == f"data.header.config.{field}"
