@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from todo_sessions import SessionStore, derive_messages
+from todo_sessions.acp.mapping import replay_updates, update_to_wire
 from todo_sessions.cli import main
 from todo_sessions.core.todos import current_todos
 from todo_sessions.integrations.claude_agent_sdk import TodoSessionsStore, session_id_for
@@ -243,6 +244,17 @@ async def test_sdk_helpers_give_what_they_give_for_the_sdks_own_store(
         assert {"tool/call", "tool/result", "todo/write", "turn/start"} <= kinds
         [child] = await store.list(parent=sid)
         assert child.metadata["claude"]["subpath"] == f"subagents/agent-{AGENT}"
+        # ... and so does the ACP bridge's replay: the plan, the tool calls, the answer
+        wire = [update_to_wire(u) for u in replay_updates(log.events)]
+        plans = [u for u in wire if u["sessionUpdate"] == "plan"]
+        assert [e["content"] for e in plans[-1]["entries"]] == [t["content"] for t in TODOS]
+        assert any(u["sessionUpdate"] == "tool_call" for u in wire)
+        said = "".join(
+            u["content"].get("text", "")
+            for u in wire
+            if u["sessionUpdate"] == "agent_message_chunk"
+        )
+        assert "Fixed" in said
         if db_url != "sqlite://":  # an in-memory database is this process's only
             for command, wanted in (
                 (["todos"], "[~] Fix the parser"),
