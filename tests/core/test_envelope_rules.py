@@ -794,3 +794,19 @@ def test_compact_lines_not_in_canonical_form_skip_the_strict_parser_too(
     assert calls == []
     assert event == SessionEvent._from_wire(decode_json(line), parsed=True)
     assert event.to_json() != line
+
+
+@pytest.mark.parametrize("key", ["surfaceOp", "sourceEventSeqs"])
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_a_null_surface_field_alone_is_refused_on_every_reading(
+    key: str, separators: tuple[str, str]
+) -> None:
+    """``"surfaceOp": null`` or ``"sourceEventSeqs": null``, each on its own, in our compact
+    form and in other producers' spaced form: refused, naming the key (never read as absent)."""
+    data = {"id": "u", "role": "user", "source": {"kind": "user"}, "content": []}
+    wire: dict[str, Any] = {"type": "user/message", "seq": 3, "time": 0, "data": data, key: None}
+    if key == "sourceEventSeqs":
+        wire["surfaceOp"] = "append"
+    with pytest.raises(InvalidEventError) as caught:
+        SessionEvent.from_json(json.dumps(wire, separators=separators))
+    assert caught.value.field == key and "null" in str(caught.value)
