@@ -176,7 +176,8 @@ def log_events(size: int) -> list[SessionEvent]:
             kind, data = "tool/call", tool_call(i)
         else:
             kind, data = MESSAGE, message(i)
-        out.append(SessionEvent(kind, i, T0 + i, data))
+        op = "append" if kind == MESSAGE else None  # a message is on the surface
+        out.append(SessionEvent(kind, i, T0 + i, data, surface_op=op))
     return out
 
 
@@ -212,14 +213,18 @@ class StoreSide:
         """A fresh, materialised session whose next seq is 1 (untimed)."""
         sid = new_id("s")
         await self.store.create(SessionHeader(id=sid, created_at=T0, cwd="/bench"))
-        await self.store.append(sid, [SessionEvent(MESSAGE, 0, T0, self.payloads[0])])
+        await self.store.append(
+            sid, [SessionEvent(MESSAGE, 0, T0, self.payloads[0], surface_op="append")]
+        )
         return sid
 
     async def single(self, count: int) -> float:
         sid, append, payloads = await self.session(), self.store.append, self.payloads
         t = clock()
         for seq in range(1, count + 1):
-            await append(sid, [SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq])])
+            await append(
+                sid, [SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq], surface_op="append")]
+            )
         return count / (time.perf_counter() - t)
 
     async def batches(self, count: int, per: int) -> float:
@@ -227,7 +232,10 @@ class StoreSide:
         t = clock()
         for first in range(1, count * per + 1, per):
             seqs = range(first, first + per)
-            await append(sid, [SessionEvent(MESSAGE, s, T0 + s, payloads[s]) for s in seqs])
+            await append(
+                sid,
+                [SessionEvent(MESSAGE, s, T0 + s, payloads[s], surface_op="append") for s in seqs],
+            )
         return count * per / (time.perf_counter() - t)
 
     async def tasks(self, tasks: int, per: int) -> float:
@@ -236,7 +244,9 @@ class StoreSide:
 
         async def writer(sid: str) -> None:
             for seq in range(1, per + 1):
-                await append(sid, [SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq])])
+                await append(
+                    sid, [SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq], surface_op="append")]
+                )
 
         t = clock()
         await asyncio.gather(*(writer(sid) for sid in sids))
@@ -422,14 +432,14 @@ class AiosqliteSide:
         sid = new_id("a")
         args = (sid, FORMAT_VERSION, T0, "/bench", str(uuid.uuid4()), 0)
         await self.conn.execute(SQL["session"], args)
-        await self.append(sid, SessionEvent(MESSAGE, 0, T0, self.payloads[0]))
+        await self.append(sid, SessionEvent(MESSAGE, 0, T0, self.payloads[0], surface_op="append"))
         return sid
 
     async def single(self, count: int) -> float:
         sid, append, payloads = await self.session(), self.append, self.payloads
         t = clock()
         for seq in range(1, count + 1):
-            event = SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq])
+            event = SessionEvent(MESSAGE, seq, T0 + seq, payloads[seq], surface_op="append")
             validate_event(event)
             await append(sid, event)
         return count / (time.perf_counter() - t)
