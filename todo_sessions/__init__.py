@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 # imported when a name that needs them is first looked up.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": (
+        "AcknowledgedEventsLostError",
         "CheckpointError",
         "CompactionError",
         "CorruptSessionError",
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SessionExistsError",
         "SessionLeasedError",
         "SessionNotFoundError",
+        "StandbyServerError",
         "StoreBusyError",
         "StoreError",
         "StoreUnavailableError",
@@ -153,6 +155,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .core.todos import current_todos as current_todos
     from .core.todos import render_todos as render_todos
     from .core.todos import standing_plan as standing_plan
+    from .errors import AcknowledgedEventsLostError as AcknowledgedEventsLostError
     from .errors import CheckpointError as CheckpointError
     from .errors import CompactionError as CompactionError
     from .errors import CorruptSessionError as CorruptSessionError
@@ -170,6 +173,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import SessionExistsError as SessionExistsError
     from .errors import SessionLeasedError as SessionLeasedError
     from .errors import SessionNotFoundError as SessionNotFoundError
+    from .errors import StandbyServerError as StandbyServerError
     from .errors import StoreBusyError as StoreBusyError
     from .errors import StoreError as StoreError
     from .errors import StoreUnavailableError as StoreUnavailableError

@@ -28,7 +28,11 @@
     ├── StoreError                     any other database failure (driver error wrapped)
     │   ├── StoreBusyError             the database stayed locked past the busy timeout
     │   └── StoreUnavailableError      the database cannot be reached or the connection
-    │                                  was lost; the store reconnects on the next call
+    │       │                          was lost; the store reconnects on the next call
+    │       └── StandbyServerError     a write reached a standby (a server in recovery or
+    │                                  read-only); another host is tried
+    ├── AcknowledgedEventsLostError    the server lost events this store was told were
+    │                                  stored (a failover to a standby that lagged)
     └── ModelError                     a model provider failed (``provider`` names it)
         ├── ProviderResponseError      a malformed response or stream (not retried)
         └── ModelRequestError          a request failed (``status``, ``retryable``)
@@ -43,6 +47,7 @@ This module imports nothing from the package, so every layer can import it.
 from __future__ import annotations
 
 __all__ = [
+    "AcknowledgedEventsLostError",
     "CheckpointError",
     "CorruptSessionError",
     "EventsNotStoredError",
@@ -55,6 +60,7 @@ __all__ = [
     "SessionExistsError",
     "SessionLeasedError",
     "SessionNotFoundError",
+    "StandbyServerError",
     "StoreBusyError",
     "StoreError",
     "StoreUnavailableError",
@@ -204,6 +210,49 @@ class StoreUnavailableError(StoreError):
     were already retried once; an append whose commit was not confirmed was resolved by reading
     the session back (stored: success; not stored: retried once) before this is raised.
     """
+
+
+class StandbyServerError(StoreUnavailableError):
+    """A write reached a server that does not take writes: a standby, a server still in
+    recovery (SQLSTATE 25006), or one shutting down for a failover.
+
+    Transient, like any `StoreUnavailableError`: the connection is dropped and, for the rest of
+    the store's life, new connections go only to a host that takes writes (libpq's
+    ``target_session_attrs=read-write``); the write is retried within the store's
+    ``reconnect_timeout`` and raised only when no host took it in time. Nothing was written.
+    """
+
+
+class AcknowledgedEventsLostError(TodoSessionsError):
+    """The database no longer has events this store acknowledged as stored.
+
+    With asynchronous replication, a standby promoted after a failover may lack the last
+    commits of the old primary. The store remembers the end of each session it appended to
+    (``acknowledged_end``, its next seq after the last acknowledged append) and refuses to go
+    on when the stored end is behind it (``stored_end``): the seqs ``lost_seqs`` would
+    otherwise be handed out again with other contents. Nothing was written. The session needs
+    a person: the lost events are at best in the old primary's WAL. ``verify`` reports it.
+    """
+
+    def __init__(
+        self, session_id: str, acknowledged_end: int, stored_end: int | None, detail: str = ""
+    ) -> None:
+        self.session_id = session_id
+        self.acknowledged_end = acknowledged_end
+        self.stored_end = stored_end
+        self.lost_seqs = range(stored_end or 0, acknowledged_end)
+        if stored_end is None:
+            what = "the database no longer has the session"
+        else:
+            what = f"it now ends before seq {stored_end}"
+        last = acknowledged_end - 1
+        seqs = f"seq {last}" if stored_end == last else f"seqs {stored_end or 0}..{last}"
+        message = (
+            f"session {session_id!r}: this store acknowledged events up to seq {last}, but "
+            f"{what}; {seqs} were lost by the database (a failover to a standby that lagged?) "
+            "and are never handed out again"
+        )
+        super().__init__(message + (f" ({detail})" if detail else ""))
 
 
 class SessionLeasedError(TodoSessionsError):

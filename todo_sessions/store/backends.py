@@ -13,11 +13,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Protocol, TypeVar
 
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import postgres, sqlite
-from .engine import SQLiteOptions, StoreURL
+from .engine import SQLiteOptions, StoreURL, parse_url, replica_url
 from .namespace import DEFAULT, Namespace
 from .recorder import Recorder
 
@@ -28,6 +28,7 @@ __all__ = [
     "is_driver_error",
     "lock_host_connection",
     "open_recorder",
+    "replica_target",
     "run_locked_on_engine",
 ]
 
@@ -58,6 +59,9 @@ def open_recorder(
     max_overflow: int = 10,
     listen: StoreURL | None = None,
     namespace: Namespace | None = None,
+    reconnect_timeout: float = 0.0,
+    replica: StoreURL | None = None,
+    replica_wait: float = 1.0,
 ) -> BackendRecorder:
     """The recorder for ``target``'s backend (not yet connected), for the tables of
     ``namespace`` (None: the default namespace)."""
@@ -70,6 +74,9 @@ def open_recorder(
             max_overflow=max_overflow,
             listen=listen,
             namespace=namespace,
+            reconnect_timeout=reconnect_timeout,
+            replica=replica,
+            replica_wait=replica_wait,
         )
     return _sqlite.SQLiteRecorder(target, sqlite, namespace)
 
@@ -81,6 +88,20 @@ def check_listen_target(listen: StoreURL) -> None:
     """A store's ``listen_url`` must name a PostgreSQL database (a direct connection)."""
     if listen.dialect != "postgresql":
         raise ValueError("listen_url must be a PostgreSQL URL (a direct connection)")
+
+
+def replica_target(target: StoreURL, read_url: str | URL | None) -> StoreURL | None:
+    """A store's read replica: ``read_url``, else the URL's ``replica=`` hosts (`replica_url`);
+    PostgreSQL only, and only one of the two."""
+    from_url = replica_url(target)
+    if read_url is None:
+        return from_url
+    if from_url is not None:
+        raise ValueError("give a read replica once: read_url or the URL's replica=, not both")
+    replica = parse_url(read_url)
+    if replica.dialect != "postgresql" or target.dialect != "postgresql":
+        raise ValueError("read_url needs a PostgreSQL store and a PostgreSQL URL (a replica)")
+    return replica
 
 
 def _backend(dialect_name: str) -> ModuleType:

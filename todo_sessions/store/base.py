@@ -18,7 +18,7 @@ from ..core.header import SessionHeader
 from ..core.jsonvalue import decode_json
 from ..core.structure import StructureChecker
 from ..errors import CorruptSessionError, StoreError
-from .backends import BackendRecorder, check_listen_target, open_recorder
+from .backends import BackendRecorder, check_listen_target, open_recorder, replica_target
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .migrate import namespace_of, prepare_schema
 from .namespace import Namespace
@@ -29,6 +29,9 @@ from .translate import translate_errors
 __all__ = ["StoreCore", "default_url", "wall_clock_ms"]
 
 logger = logging.getLogger("todo_sessions.store")
+
+FAILOVER_TIMEOUT = 15.0
+"""``reconnect_timeout`` of a store whose URL names several hosts (one host: 0, fail fast)."""
 
 T = TypeVar("T")
 
@@ -72,6 +75,9 @@ class StoreCore:
         listen_url: str | URL | None = None,
         schema: str | None = None,
         table_prefix: str | None = None,
+        read_url: str | URL | None = None,
+        reconnect_timeout: float | None = None,
+        replica_wait: float = 1.0,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
@@ -82,6 +88,13 @@ class StoreCore:
         self._listen = parse_url(listen_url) if listen_url is not None else None
         if self._listen is not None:
             check_listen_target(self._listen)
+        self._replica = replica_target(self._target, read_url)
+        if reconnect_timeout is None:  # several hosts: a failover is expected, wait for it
+            reconnect_timeout = FAILOVER_TIMEOUT if self._target.hosts else 0.0
+        if reconnect_timeout < 0 or replica_wait < 0:
+            raise ValueError("reconnect_timeout and replica_wait must be >= 0")
+        self._reconnect_timeout = float(reconnect_timeout)
+        self._replica_wait = float(replica_wait)
         if read_only is None:  # an existing SQLite file we may not write: read it read-only
             path = self._target.path
             read_only = path is not None and path.is_file() and not _writable(path)
@@ -135,6 +148,9 @@ class StoreCore:
                 pool_size=self._pool_size,
                 listen=self._listen,
                 namespace=self.namespace,
+                reconnect_timeout=self._reconnect_timeout,
+                replica=self._replica,
+                replica_wait=self._replica_wait,
             )
             try:
                 with translate_errors(f"opening {self.url}"):

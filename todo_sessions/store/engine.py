@@ -8,6 +8,7 @@ deadlock upgrading a read lock). A new database file is created 0600, in directo
 from __future__ import annotations
 
 import os
+import random
 import re
 import uuid
 from collections.abc import Mapping
@@ -15,17 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..errors import NamespaceError, StoreError
 
 __all__ = [
+    "HostChoice",
     "SQLiteOptions",
     "StoreURL",
     "ensure_private_file",
     "make_pg_engine",
     "parse_url",
+    "replica_url",
     "sqlite_pragmas",
 ]
 
@@ -67,6 +71,14 @@ class StoreURL:
     """The URL's ``table_prefix`` parameter, taken out of it."""
     given: str = ""
     """The URL (or path) as the caller wrote it, password masked: what messages show."""
+    hosts: tuple[tuple[str, int], ...] = ()
+    """PostgreSQL: every ``(host, port)`` of a multi-host URL, in order (libpq's
+    ``h1:p1,h2:p2`` or SQLAlchemy's repeated ``?host=``); empty for one host."""
+    load_balance: bool = False
+    """``load_balance_hosts=random``: each new connection tries the hosts in random order."""
+    replica: str | None = None
+    """The ``replica`` URL parameter (``host:port[,host:port]``): a read replica's hosts, the
+    rest of the URL the same (`replica_url`)."""
 
     @property
     def memory(self) -> bool:
@@ -131,6 +143,9 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
         path = Path(os.fspath(url)).expanduser().absolute()
         return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
+    hosts: tuple[tuple[str, int], ...] = ()
+    if isinstance(url, str):
+        url, hosts = _split_hosts(url)
     parsed, names = _namespace_parameters(make_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -157,6 +172,16 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
                 args["timeout"] = float(query.pop("connect_timeout"))  # type: ignore[arg-type]
             except ValueError:
                 raise ValueError("connect_timeout in the database URL must be a number") from None
+        parsed, hosts = _query_hosts(parsed, query, hosts)
+        if "target_session_attrs" in query:
+            args["target_session_attrs"] = _session_attrs(query.pop("target_session_attrs"))
+        balance = _load_balance(query.pop("load_balance_hosts", None))
+        replica = query.pop("replica", None)
+        if replica is not None and not isinstance(replica, str):
+            raise ValueError("replica in the database URL is given more than once")
+        if hosts:
+            args["host"] = [h for h, _ in hosts]
+            args["port"] = [p for _, p in hosts]
         pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
         if pooler:
             # Transaction pooling hands each transaction to any server connection: nothing may
@@ -166,10 +191,157 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             args["prepared_statement_name_func"] = _unique_statement_name
             query["prepared_statement_cache_size"] = "0"
         url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(url_, "postgresql", None, args, pooler, **names, given=given)
+        return StoreURL(
+            url_,
+            "postgresql",
+            None,
+            args,
+            pooler,
+            **names,  # type: ignore[arg-type]
+            given=given,
+            hosts=hosts,
+            load_balance=balance,
+            replica=replica,
+        )
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )
+
+
+_NETLOC = re.compile(
+    r"^(?P<scheme>[^:/?#]+://)(?P<user>[^@/?#]*@)?(?P<hosts>[^/?#]*)(?P<rest>.*)$", re.S
+)
+_SESSION_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
+
+
+def _host_port(spec: str, default_port: int = 5432) -> tuple[str, int]:
+    """``host[:port]`` (``[v6]:port`` too) as ``(host, port)``."""
+    host, port = spec, ""
+    if spec.startswith("["):
+        host, _, after = spec[1:].partition("]")
+        port = after[1:] if after.startswith(":") else ""
+    elif spec.count(":") == 1:
+        host, port = spec.split(":")
+    if not host:
+        raise ValueError(f"a host of the database URL is empty ({spec!r})")
+    try:
+        return host, int(port) if port else default_port
+    except ValueError:
+        raise ValueError(f"the port of host {host!r} in the database URL is not a number") from None
+
+
+def _split_hosts(url: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """libpq's multi-host form (``postgresql://u@h1:5432,h2:5433/db``): the URL with its first
+    host only (what SQLAlchemy parses), and every host. One host: the URL unchanged, ()."""
+    found = _NETLOC.match(url)
+    if found is None or "," not in found["hosts"]:
+        return url, ()
+    hosts = tuple(_host_port(spec) for spec in found["hosts"].split(","))
+    first, port = hosts[0]
+    shown = f"[{first}]" if ":" in first else first
+    rebuilt = f"{found['scheme']}{found['user'] or ''}{shown}:{port}{found['rest']}"
+    return rebuilt, hosts
+
+
+def _query_hosts(
+    parsed: URL, query: dict[str, Any], hosts: tuple[tuple[str, int], ...]
+) -> tuple[URL, tuple[tuple[str, int], ...]]:
+    """SQLAlchemy's multi-host forms (``?host=h1:p1&host=h2:p2``, ``?host=h1,h2&port=p1,p2``)
+    taken out of ``query`` into the host list (the URL's own host then names the first)."""
+    given = query.pop("host", None)
+    ports = query.pop("port", None)
+    if given is None:
+        if ports is not None:
+            query["port"] = ports
+        return parsed, hosts
+    if hosts:
+        raise ValueError("the database URL names hosts twice (h1,h2 and ?host=)")
+    specs = list(given) if isinstance(given, tuple) else str(given).split(",")
+    if ports is not None:
+        port_list = list(ports) if isinstance(ports, tuple) else str(ports).split(",")
+        if len(port_list) not in (1, len(specs)) or any(":" in s for s in specs):
+            raise ValueError("the database URL's host= and port= lists do not match")
+        specs = [f"{h}:{port_list[min(i, len(port_list) - 1)]}" for i, h in enumerate(specs)]
+    if len(specs) == 1:  # one host (a socket directory, say): SQLAlchemy's as it was
+        query["host"] = given
+        if ports is not None:
+            query["port"] = ports
+        return parsed, hosts
+    listed = tuple(_host_port(spec, parsed.port or 5432) for spec in specs)
+    first, port = listed[0]
+    return parsed.set(host=first, port=port), listed
+
+
+def _session_attrs(value: Any) -> str:
+    if value not in _SESSION_ATTRS:
+        raise ValueError(
+            f"target_session_attrs in the database URL must be one of {', '.join(_SESSION_ATTRS)}"
+            f", got {value!r}"
+        )
+    return str(value)
+
+
+def _load_balance(value: Any) -> bool:
+    if value is None or value == "disable":
+        return False
+    if value == "random":
+        return True
+    raise ValueError(
+        f"load_balance_hosts in the database URL must be disable or random, got {value!r}"
+    )
+
+
+def replica_url(target: StoreURL) -> StoreURL | None:
+    """The read replica named by ``target``'s ``replica=`` parameter: the same URL (user,
+    database, parameters) on the replica's hosts; None without one."""
+    if target.replica is None:
+        return None
+    hosts = tuple(_host_port(spec, 5432) for spec in target.replica.split(","))
+    args = {k: v for k, v in target.connect_args.items() if k not in ("host", "port")}
+    args.pop("target_session_attrs", None)  # a replica is read from whatever it is
+    if len(hosts) > 1:
+        args["host"] = [h for h, _ in hosts]
+        args["port"] = [p for _, p in hosts]
+    url = target.url.set(host=hosts[0][0], port=hosts[0][1])
+    shown = ",".join(f"{h}:{p}" for h, p in hosts)
+    return StoreURL(
+        url,
+        "postgresql",
+        None,
+        args,
+        target.pooler,
+        schema=target.schema,
+        table_prefix=target.table_prefix,
+        given=f"{target.render()} (replica {shown})",
+        hosts=hosts if len(hosts) > 1 else (),
+        load_balance=target.load_balance,
+    )
+
+
+class HostChoice:
+    """How one engine picks among a multi-host URL's hosts, per new connection: in random
+    order (``load_balance_hosts=random``), and, once a write has reached a standby, only a
+    server that takes writes (``target_session_attrs=read-write``; asyncpg then passes over the
+    standby to the next host)."""
+
+    __slots__ = ("load_balance", "writable_only")
+
+    def __init__(self, load_balance: bool) -> None:
+        self.load_balance = load_balance
+        self.writable_only = False
+
+    def apply(self, cparams: dict[str, Any]) -> None:
+        hosts, ports = cparams.get("host"), cparams.get("port")
+        if self.load_balance and isinstance(hosts, list) and isinstance(ports, list):
+            order = random.sample(range(len(hosts)), len(hosts))
+            cparams["host"] = [hosts[i] for i in order]
+            cparams["port"] = [ports[i] for i in order]
+        if self.writable_only and cparams.get("target_session_attrs") in (
+            None,
+            "any",
+            "prefer-standby",
+        ):
+            cparams["target_session_attrs"] = "read-write"
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -218,9 +390,16 @@ def ensure_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def make_pg_engine(target: StoreURL, *, pool_size: int = 5, max_overflow: int = 10) -> AsyncEngine:
-    """The SQLAlchemy async engine (asyncpg) of a PostgreSQL store."""
-    return create_async_engine(
+def make_pg_engine(
+    target: StoreURL,
+    *,
+    pool_size: int = 5,
+    max_overflow: int = 10,
+    hosts: HostChoice | None = None,
+) -> AsyncEngine:
+    """The SQLAlchemy async engine (asyncpg) of a PostgreSQL store; ``hosts`` picks among a
+    multi-host URL's hosts for each new connection."""
+    engine = create_async_engine(
         target.url,
         connect_args=dict(target.connect_args),
         pool_size=pool_size,
@@ -230,3 +409,11 @@ def make_pg_engine(target: StoreURL, *, pool_size: int = 5, max_overflow: int = 
         # invalidated on its first error and replaced, and recycling bounds its age.
         pool_recycle=1800,
     )
+    if hosts is not None:
+        choice = hosts
+
+        @event.listens_for(engine.sync_engine, "do_connect")
+        def _pick_hosts(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+            choice.apply(cparams)
+
+    return engine

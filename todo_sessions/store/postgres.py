@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -45,7 +46,8 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ..errors import SessionNotFoundError, StoreError
+from ..core.envelope import SessionEvent
+from ..errors import AcknowledgedEventsLostError, SeqConflictError, SessionNotFoundError, StoreError
 from . import reads, revisions
 from .batch import (
     AppendBatch,
@@ -55,12 +57,13 @@ from .batch import (
     new_session_values,
 )
 from .checkpoints import CheckpointWrite
-from .engine import StoreURL, make_pg_engine
+from .engine import HostChoice, StoreURL, make_pg_engine
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
 from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import WITHOUT_SNAPSHOT, CompiledRead
+from .retry import until_reachable
 from .snapshots import SnapshotReads
 from .wakeups import LocalWakeups, Wait
 
@@ -95,7 +98,9 @@ def statements(namespace: Namespace) -> Statements:
 
 
 _RECHECK_SECONDS = 2.0
-_LISTENER_ARGS = frozenset({"ssl", "server_settings", "timeout", "statement_cache_size"})
+_LISTENER_ARGS = frozenset(
+    {"ssl", "server_settings", "timeout", "statement_cache_size", "host", "port"}
+)
 """The connect arguments a plain asyncpg connection takes (not SQLAlchemy's own)."""
 
 
@@ -137,6 +142,9 @@ class PostgresRecorder(SnapshotReads):
         max_overflow: int = 10,
         listen: StoreURL | None = None,
         namespace: Namespace = DEFAULT,
+        reconnect_timeout: float = 0.0,
+        replica: StoreURL | None = None,
+        replica_wait: float = 1.0,
     ) -> None:
         self._target = target
         self._namespace = namespace
@@ -147,6 +155,19 @@ class PostgresRecorder(SnapshotReads):
         self._engine: AsyncEngine | None = None
         self._listener: PgListener | None = None
         self._wakeups = LocalWakeups()
+        self._reconnect_timeout = reconnect_timeout
+        self._hosts = HostChoice(target.load_balance)
+        self._acknowledged: dict[str, tuple[str, int]] = {}
+        """Per session this store appended to: (incarnation, next seq) after its last
+        acknowledged append. What a lost tail is measured against (docs/design.md, "Scaling
+        out"); in memory only: a fresh process knows nothing of what came before it."""
+        self._replica_target = replica
+        self._replica_wait = replica_wait
+        self._replica: AsyncEngine | None = None
+        self._needed: dict[str, int] = {}
+        """Per session: the primary's WAL position a replica must have replayed before it may
+        serve that session's reads (after this store's last write, or a seq conflict)."""
+        self._needed_all = 0
 
     async def open(self) -> None:
         if self._engine is not None:
@@ -159,7 +180,10 @@ class PostgresRecorder(SnapshotReads):
                 "pip install 'todo-sessions[postgres]'"
             ) from None
         engine = make_pg_engine(
-            self._target, pool_size=self._pool_size, max_overflow=self._max_overflow
+            self._target,
+            pool_size=self._pool_size,
+            max_overflow=self._max_overflow,
+            hosts=self._hosts,
         )
         try:
             async with engine.connect():  # connect now, so a bad URL fails the open
@@ -173,6 +197,13 @@ class PostgresRecorder(SnapshotReads):
             await engine.dispose()
             raise
         self._engine = engine
+        if self._replica_target is not None:  # connected on first use: a replica may be down
+            self._replica = make_pg_engine(
+                self._replica_target,
+                pool_size=self._pool_size,
+                max_overflow=self._max_overflow,
+                hosts=HostChoice(self._replica_target.load_balance),
+            )
 
     def _the_engine(self) -> AsyncEngine:
         if self._engine is None:
@@ -190,6 +221,8 @@ class PostgresRecorder(SnapshotReads):
                 yield conn
             except BaseException as exc:
                 if connection_lost(exc):
+                    if classify_error(_unwrapped(exc)) == "standby":
+                        self._hosts.writable_only = True  # from now on: past the standby
                     with contextlib.suppress(Exception):
                         await conn.invalidate(exc if isinstance(exc, Exception) else None)
                     with contextlib.suppress(Exception):
@@ -199,11 +232,28 @@ class PostgresRecorder(SnapshotReads):
     async def _append_once(self, batch: AppendBatch) -> AppendOutcome:
         async with self._connection() as conn:
             raw = await conn.get_raw_connection()
-            return await _append(raw.driver_connection, batch, self._sql.append)
+            driver = raw.driver_connection
+            outcome = await _append(driver, batch, self._sql.append)
+            if self._replica is not None:  # where a replica must be for read-your-writes
+                self._need(batch.session_id, await driver.fetchval(_CURRENT_LSN))
+            return outcome
 
     async def append(self, batch: AppendBatch) -> AppendOutcome:
-        outcome = await self._append_exactly_once(batch)
-        self._wakeups.wake(batch.session_id)  # pollers (behind a pooler) need not wait
+        session_id = batch.session_id
+        known = self._acknowledged.get(session_id)
+        if known is not None and batch.rows[0]["seq"] < known[1]:
+            # Below what this store was told is stored: a conflict, or a lost tail
+            self._check_end(session_id, await self._primary(reads.find_session, session_id))
+        try:
+            outcome = await self._append_exactly_once(batch)
+        except SeqConflictError:
+            if known is not None:
+                self._check_end(session_id, await self._primary(reads.find_session, session_id))
+            if self._replica is not None:  # others wrote: reads must see at least that much
+                self._need(session_id, await self._primary_lsn())
+            raise
+        self._acknowledged[session_id] = (outcome[0], outcome[2])
+        self._wakeups.wake(session_id)  # pollers (behind a pooler) need not wait
         return outcome
 
     async def _append_exactly_once(self, batch: AppendBatch) -> AppendOutcome:
@@ -212,33 +262,170 @@ class PostgresRecorder(SnapshotReads):
         except Exception as exc:
             if not connection_lost(exc):
                 raise
-        # The connection died with the append in flight: it may or may not have committed.
-        # Read the session back on a fresh connection (raises SeqConflictError when other rows
-        # took the batch's seqs) and send the batch once more only if it is not there.
-        stored = await self._snapshot(reads.append_outcome, batch)
-        if stored is not None:
-            return stored
-        return await self._append_once(batch)
+        # The connection died with the append in flight (it may or may not have committed), or
+        # the append reached a standby (it did not). Until a host takes it, or the reconnect
+        # timeout passes: read the session back on a fresh connection (SeqConflictError when
+        # other rows took the batch's seqs) and send the batch again only if it is not there.
+
+        async def settle() -> AppendOutcome:
+            stored = await self._read_once(reads.append_outcome, batch)
+            if stored is not None:
+                return stored
+            try:
+                return await self._append_once(batch)
+            except SeqConflictError:
+                # taken since the read back: by an earlier attempt of ours that committed
+                # late (or that a lagging standby did not show), or by another writer
+                stored = await self._primary(reads.append_outcome, batch)
+                if stored is not None:
+                    return stored
+                raise
+
+        return await until_reachable(self._reconnect_timeout, settle, connection_lost)
+
+    async def _primary(self, op: Callable[..., T], *args: Any) -> T:
+        """``op`` in one read snapshot on the primary, retried on fresh connections while the
+        database is unreachable (once at least, then within the reconnect timeout)."""
+
+        try:
+            return await self._read_once(op, *args)
+        except Exception as exc:
+            if not connection_lost(exc):
+                raise
+        return await until_reachable(
+            self._reconnect_timeout, lambda: self._read_once(op, *args), connection_lost
+        )
+
+    async def _read_once(self, op: Callable[..., T], *args: Any) -> T:
+        async with self._connection() as conn:
+            return await conn.run_sync(_read_on, self._sql.reads, op, args)
 
     async def _snapshot(self, op: Callable[..., T], *args: Any) -> T:
+        """A read: on the replica when it tolerates staleness and the replica has replayed
+        this store's writes the read must see (within ``replica_wait``), else on the primary."""
+        if self._replica is not None and op in _REPLICA_READS:
+            if op in _LISTING_READS:
+                needed = self._needed_all
+            else:
+                needed = self._needed.get(args[0], 0) if isinstance(args[0], str) else 0
+            found = await self._on_replica(op, args, needed)
+            if found is not _FALL_BACK:
+                return found  # type: ignore[return-value]
+        return await self._primary(op, *args)
+
+    async def _on_replica(self, op: Callable[..., Any], args: tuple[Any, ...], needed: int) -> Any:
+        """``op`` on the replica once it has replayed the WAL up to ``needed``; `_FALL_BACK`
+        when it does not within ``replica_wait`` seconds, or cannot be reached."""
+        engine = self._replica
+        assert engine is not None
+        deadline = time.monotonic() + self._replica_wait
         try:
-            async with self._connection() as conn:
+            async with engine.connect() as conn:
+                if needed:
+                    raw = await conn.get_raw_connection()
+                    driver: Any = raw.driver_connection
+                    pause = 0.002
+                    while True:
+                        replayed = await driver.fetchval(_REPLAYED_LSN)
+                        if replayed is None or lsn_value(replayed) >= needed:
+                            break  # caught up (None: not in recovery, promoted meanwhile)
+                        if time.monotonic() + pause > deadline:
+                            return _FALL_BACK
+                        await asyncio.sleep(pause)
+                        pause = min(pause * 2, 0.05)
                 return await conn.run_sync(_read_on, self._sql.reads, op, args)
         except Exception as exc:
             if not connection_lost(exc):
                 raise
-        async with self._connection() as conn:  # once more, on a fresh connection
-            return await conn.run_sync(_read_on, self._sql.reads, op, args)
+            with contextlib.suppress(Exception):
+                await engine.dispose()
+            return _FALL_BACK  # the replica is down: the primary serves
 
-    async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """``await fn(driver, statements, *args)`` in one transaction on the driver."""
+    def _need(self, session_id: str, lsn: str | None) -> None:
+        if lsn is None:
+            return
+        value = lsn_value(lsn)
+        if value > self._needed.get(session_id, 0):
+            self._needed[session_id] = value
+        self._needed_all = max(self._needed_all, value)
+
+    async def _primary_lsn(self) -> str | None:
         async with self._connection() as conn:
             raw = await conn.get_raw_connection()
-            driver: Any = raw.driver_connection
-            async with driver.transaction():
-                return await fn(driver, self._sql.writes, *args)
+            found: str | None = await raw.driver_connection.fetchval(_CURRENT_LSN)
+            return found
+
+    def _check_end(self, session_id: str, row: Mapping[str, Any] | None) -> None:
+        """`AcknowledgedEventsLostError` when the stored session (``row``) ends before what
+        this store acknowledged; a session deleted or made anew since is forgotten."""
+        known = self._acknowledged.get(session_id)
+        if known is None:
+            return
+        if row is None or row["incarnation"] != known[0]:
+            del self._acknowledged[session_id]  # deleted (and perhaps created anew) by others
+            return
+        if row["next_seq"] < known[1]:
+            raise AcknowledgedEventsLostError(session_id, known[1], row["next_seq"])
+
+    def lost_tail(self, session_id: str, row: Mapping[str, Any] | None) -> str | None:
+        """Why ``row`` (the stored session) lacks events this store acknowledged, or None."""
+        try:
+            self._check_end(session_id, row)
+        except AcknowledgedEventsLostError as exc:
+            return str(exc)
+        return None
+
+    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+        row = await self._snapshot(reads.find_session, session_id)
+        self._check_end(session_id, row)
+        return row
+
+    async def read_session(self, session_id: str) -> dict[str, Any]:
+        row = await self._snapshot(reads.read_session, session_id)
+        self._check_end(session_id, row)
+        return row
+
+    async def read_summary(self, session_id: str) -> dict[str, Any]:
+        row = await self._snapshot(reads.read_summary, session_id)
+        self._check_end(session_id, row)
+        return row
+
+    async def read_events(
+        self, session_id: str, from_seq: int, limit: int | None = None
+    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        found = await self._snapshot(reads.read_events, session_id, from_seq, limit)
+        self._check_end(session_id, found[0])
+        return found
+
+    async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await fn(driver, statements, *args)`` in one transaction on the driver; sent again
+        (within the reconnect timeout) only when it certainly wrote nothing: no connection
+        came up, or a standby refused it."""
+        began = False
+
+        async def attempt() -> T:
+            nonlocal began
+            began = False
+            async with self._connection() as conn:
+                raw = await conn.get_raw_connection()
+                driver: Any = raw.driver_connection
+                began = True
+                async with driver.transaction():
+                    return await fn(driver, self._sql.writes, *args)
+
+        def nothing_written(exc: BaseException) -> bool:
+            standby = classify_error(_unwrapped(exc)) == "standby"
+            return connection_lost(exc) and (standby or not began)
+
+        try:
+            return await attempt()
+        except Exception as exc:
+            if not nothing_written(exc) or self._reconnect_timeout <= 0:
+                raise
+        return await until_reachable(self._reconnect_timeout, attempt, nothing_written)
 
     async def delete(self, session_id: str) -> bool:
+        self._acknowledged.pop(session_id, None)
         return await self._write(_delete, session_id)
 
     async def acquire_lease(
@@ -277,6 +464,9 @@ class PostgresRecorder(SnapshotReads):
         if self._listener is None:
             dsn = self._listen.url.set(drivername="postgresql")
             args = {k: v for k, v in self._listen.connect_args.items() if k in _LISTENER_ARGS}
+            if "host" in args:  # LISTEN needs the primary (a standby refuses it)
+                attrs = self._listen.connect_args.get("target_session_attrs")
+                args["target_session_attrs"] = "primary" if attrs == "primary" else "read-write"
             self._listener = PgListener(
                 dsn.render_as_string(hide_password=False), args, self._namespace.notify_channel
             )
@@ -290,6 +480,8 @@ class PostgresRecorder(SnapshotReads):
                 await asyncio.wait_for(wake.wait(), _RECHECK_SECONDS)
             wake.clear()
             await listener.ensure_connected()  # after a lost connection: reconnect
+            if self._replica is not None:  # the replica serves the next page once it has
+                self._need(session_id, await listener.current_lsn())  # replayed this far
 
         try:
             yield until_notified
@@ -309,12 +501,49 @@ class PostgresRecorder(SnapshotReads):
             return await conn.run_sync(fn)
 
     async def close(self) -> None:
-        listener, engine = self._listener, self._engine
-        self._listener = self._engine = None
+        listener, engine, replica = self._listener, self._engine, self._replica
+        self._listener = self._engine = self._replica = None
         if listener is not None:
             await listener.close()
         if engine is not None:
             await engine.dispose()
+        if replica is not None:
+            await replica.dispose()
+
+
+_CURRENT_LSN = "SELECT pg_current_wal_lsn()::text"
+_REPLAYED_LSN = "SELECT pg_last_wal_replay_lsn()::text"
+_FALL_BACK: Any = object()
+_LISTING_READS = frozenset({reads.list_sessions, reads.session_ids})
+_REPLICA_READS: frozenset[Callable[..., Any]] = frozenset(
+    {
+        reads.read_session,
+        reads.read_summary,
+        reads.read_events,
+        reads.count_of_type,
+        reads.latest_todos,
+        reads.latest_event,
+        reads.surface_state,
+        reads.live_state,
+        reads.checkpoint_list,
+        reads.usage_payloads,
+        *_LISTING_READS,
+    }
+)
+"""The reads a replica may serve (replay, list, show, the viewer, follow's pages). The primary
+keeps those that decide a write or must not miss another writer's rows: ``find_session``
+(create), an append's read back, ``lease_holders``, ``seqs_past_end`` and the checkpoint texts
+(verify), the store id."""
+
+
+def lsn_value(lsn: str) -> int:
+    """A WAL position (``16/B374D848``) as a number, to compare."""
+    high, _, low = lsn.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    return exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
 
 
 def take_migration_lock(connection: Connection) -> None:
@@ -503,6 +732,18 @@ class PgListener:
             self._conn = conn
             self._wake_all()  # anything may have been missed while there was no connection
 
+    async def current_lsn(self) -> str | None:
+        """The primary's current WAL position (on the LISTEN connection: no pool needed)."""
+        conn = self._conn
+        if conn is None or conn.is_closed():
+            return None
+        async with self._lock:  # one query at a time on the shared connection
+            try:
+                found: str | None = await conn.fetchval(_CURRENT_LSN)
+            except Exception:  # lost: the next wait reconnects; the page falls back meanwhile
+                return None
+            return found
+
     def add(self, session_id: str, event: asyncio.Event) -> None:
         self._waiters.setdefault(session_id, set()).add(event)
 
@@ -525,6 +766,9 @@ _BUSY_SQLSTATES = frozenset({"40001", "40P01", "55P03", "57014"})
 """Serialization failure, deadlock, lock not available, statement cancelled (a lock timeout)."""
 _MISSING_SQLSTATES = frozenset({"42P01", "3F000"})
 """Undefined table, invalid schema name."""
+_READ_ONLY_SQLSTATE = "25006"
+"""read_only_sql_transaction: a write on a hot standby (or a server in recovery, or one with
+``default_transaction_read_only``)."""
 _LOST_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
 """Connection exceptions (class 08) and the server shutting the session down (admin shutdown,
 crash shutdown, cannot connect now)."""
@@ -552,14 +796,14 @@ def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` (raw, or wrapped by SQLAlchemy) says the connection is dead, or never
     came up: asyncpg's kind, or a network error."""
     driver = exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
-    if classify_error(driver) == "lost":
+    if classify_error(driver) in ("lost", "standby"):  # a standby's connection is no use either
         return True
     return any(isinstance(e, OSError) for e in (driver, driver.__cause__))
 
 
 def classify_error(exc: BaseException) -> str | None:
-    """``busy``, ``missing``, ``unique``, ``lost``, or None: by asyncpg's exception classes
-    and the server's SQLSTATE."""
+    """``busy``, ``missing``, ``unique``, ``standby``, ``lost``, or None: by asyncpg's exception
+    classes and the server's SQLSTATE."""
     driver = _asyncpg_error(exc)
     if driver is None:
         return None
@@ -571,6 +815,8 @@ def classify_error(exc: BaseException) -> str | None:
         return "missing"
     if state == "23505":
         return "unique"
+    if state == _READ_ONLY_SQLSTATE:
+        return "standby"
     if state.startswith(_LOST_SQLSTATE_PREFIXES):
         return "lost"
     if isinstance(driver, errors.InternalClientError):  # "cannot switch to state ..."

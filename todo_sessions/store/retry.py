@@ -1,14 +1,17 @@
-"""The optimistic retry on a seq conflict, written once: read, compute, append at the stored
-next seq; when another writer appended meanwhile, look again."""
+"""Retries written once: the optimistic retry on a seq conflict (read, compute, append at the
+stored next seq; when another writer appended meanwhile, look again), and the retry of a call
+while the database is unreachable (`until_reachable`: a lost connection, a failover)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from ..errors import SeqConflictError
 
-__all__ = ["ATTEMPTS", "retry_on_conflict"]
+__all__ = ["ATTEMPTS", "retry_on_conflict", "until_reachable"]
 
 T = TypeVar("T")
 
@@ -27,3 +30,27 @@ async def retry_on_conflict(session_id: str, what: str, attempt: Callable[[], Aw
     raise SeqConflictError(
         session_id, -1, None, detail=f"{what} kept racing other writers ({ATTEMPTS} tries)"
     )
+
+
+_FIRST_PAUSE = 0.02
+_MAX_PAUSE = 0.5
+
+
+async def until_reachable(
+    within: float,
+    attempt: Callable[[], Awaitable[T]],
+    transient: Callable[[BaseException], bool],
+) -> T:
+    """``await attempt()``, again with backoff while it raises what ``transient`` accepts (a
+    lost connection, a standby after a failover), until ``within`` seconds have passed; then
+    the last error. Always tried once, so ``within=0`` is one more try."""
+    deadline = time.monotonic() + within
+    pause = _FIRST_PAUSE
+    while True:
+        try:
+            return await attempt()
+        except Exception as exc:
+            if not transient(exc) or time.monotonic() + pause > deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _MAX_PAUSE)

@@ -3,8 +3,9 @@
 Each backend module knows its driver's exceptions by class (and, where the driver has them,
 by error code or SQLSTATE): its half, ``classify_error``, says what kind of failure an
 exception is (`backends.classify_error` asks each). This module turns the kind into our error,
-most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; a database
-that cannot be reached or a connection that died → `StoreUnavailableError`; everything else
+most specific first: lock/busy → `StoreBusyError`; missing tables → `SchemaError`; a write on
+a server that takes none (a standby) → `StandbyServerError`; a database that cannot be reached
+or a connection that died → `StoreUnavailableError`; everything else
 from the database → `StoreError`. The original exception is always chained.
 """
 
@@ -17,6 +18,7 @@ from sqlalchemy import exc as sa_exc
 
 from ..errors import (
     SchemaError,
+    StandbyServerError,
     StoreBusyError,
     StoreError,
     StoreUnavailableError,
@@ -50,7 +52,7 @@ def _kind(exc: BaseException) -> str | None:
 def is_connection_lost(exc: BaseException) -> bool:
     """True when ``exc`` says the connection is dead (or never came up): the connection must
     be discarded, and the operation's outcome on the server is unknown if it was a commit."""
-    return _kind(exc) == "lost"
+    return _kind(exc) in ("lost", "standby")
 
 
 def is_unique_violation(exc: BaseException) -> bool:
@@ -75,6 +77,11 @@ def translated(exc: BaseException, *, what: str) -> TodoSessionsError:
         return StoreBusyError(f"{what}: the database is busy ({message})")
     if kind == "missing":
         return SchemaError(f"{what}: the database is not migrated ({message})")
+    if kind == "standby":
+        return StandbyServerError(
+            f"{what}: the server does not take writes (a standby, or in recovery: a failover?); "
+            f"no host of the URL took the write in time ({message})"
+        )
     if kind == "lost":
         return StoreUnavailableError(
             f"{what}: cannot reach the database, or the connection to it was lost ({message})"
