@@ -93,7 +93,10 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return self.url_for("postgres")
+
+    def url_for(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     @property
     def dsn(self) -> str:
@@ -190,6 +193,8 @@ class Pair:
         self.standby.configure(
             f"primary_conninfo = 'host=127.0.0.1 port={self.primary.port} user=postgres "
             "application_name=standby'\n"
+            # promoted, it must not wait for a synchronous standby of its own
+            "synchronous_standby_names = ''\n"
         )
         self.standby.start()
         self.wait_streaming()
@@ -208,11 +213,16 @@ class Pair:
             time.sleep(0.05)
         raise RuntimeError(f"the standby never streamed ({want})")
 
-    def multi_host_url(self, *, attrs: str = "read-write", standby_first: bool = False) -> str:
+    def multi_host_url(
+        self, *, attrs: str = "read-write", standby_first: bool = False, database: str = "postgres"
+    ) -> str:
         a, b = self.primary.port, self.standby.port
         if standby_first:
             a, b = b, a
-        return f"postgresql://postgres@127.0.0.1:{a},127.0.0.1:{b}/postgres?target_session_attrs={attrs}"
+        return (
+            f"postgresql://postgres@127.0.0.1:{a},127.0.0.1:{b}/{database}"
+            f"?target_session_attrs={attrs}"
+        )
 
     def stop(self) -> None:
         for server in (self.standby, self.primary):

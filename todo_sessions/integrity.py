@@ -3,7 +3,9 @@
 `verify_all` runs the database engine's own check first (SQLite's ``PRAGMA
 integrity_check``), then enumerates sessions from the sessions table *and* from the event
 rows themselves (so neither a damaged index nor a missing session row hides a session), and
-checks each with `verify_session`: rows the store refuses to decode (reading on past each one,
+checks each with `verify_session`: events this store acknowledged that the database lost
+(a failover to a lagging standby; only the store that appended them knows), rows the store
+refuses to decode (reading on past each one,
 so one bad row does not hide the rest), rows past the stored end, then the checks of
 `todo_sessions.core.verify.verify_events` on what could be read (seqs, payloads, structure,
 surface, answered calls, an interrupted last turn). It changes nothing.
@@ -18,7 +20,12 @@ from .core.checkpoint import CheckpointError, LiveState
 from .core.envelope import SessionEvent
 from .core.repair import interrupted_turn_closers
 from .core.verify import Problem, errors_of, verify_events
-from .errors import CorruptSessionError, FormatUnsupportedError, SessionNotFoundError
+from .errors import (
+    AcknowledgedEventsLostError,
+    CorruptSessionError,
+    FormatUnsupportedError,
+    SessionNotFoundError,
+)
 from .store.store import SessionStore
 
 __all__ = ["VerifyReport", "verify_all", "verify_session"]
@@ -50,6 +57,8 @@ async def _read_damaged(
     problems: list[Problem] = []
     try:
         await store.header(session_id)
+    except AcknowledgedEventsLostError as exc:  # the database lost what this store stored
+        return events, [Problem(exc.stored_end, "lost", str(exc))]
     except CorruptSessionError as exc:
         problems.append(Problem(None, "corrupt", str(exc)))
     except FormatUnsupportedError as exc:
@@ -119,7 +128,7 @@ async def verify_checkpoints(
 async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     """Every problem of one stored session (empty: healthy)."""
     events, unreadable = await _read_damaged(store, session_id)
-    if any(p.seq is None and p.kind == "format" for p in unreadable):
+    if any(p.kind == "lost" or (p.seq is None and p.kind == "format") for p in unreadable):
         return unreadable
     past_end = await store.seqs_past_end(session_id)
     problems = list(unreadable)

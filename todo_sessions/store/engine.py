@@ -324,11 +324,21 @@ class HostChoice:
     server that takes writes (``target_session_attrs=read-write``; asyncpg then passes over the
     standby to the next host)."""
 
-    __slots__ = ("load_balance", "writable_only")
+    __slots__ = ("_several", "_writable_only", "load_balance")
 
-    def __init__(self, load_balance: bool) -> None:
-        self.load_balance = load_balance
-        self.writable_only = False
+    def __init__(self, target: StoreURL) -> None:
+        self.load_balance = target.load_balance
+        self._several = bool(target.hosts)
+        self._writable_only = False
+
+    @property
+    def writable_only(self) -> bool:
+        return self._writable_only
+
+    @writable_only.setter
+    def writable_only(self, value: bool) -> None:
+        # One host: nowhere else to go (its reads still work on a standby)
+        self._writable_only = value and self._several
 
     def apply(self, cparams: dict[str, Any]) -> None:
         hosts, ports = cparams.get("host"), cparams.get("port")

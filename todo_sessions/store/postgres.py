@@ -156,7 +156,7 @@ class PostgresRecorder(SnapshotReads):
         self._listener: PgListener | None = None
         self._wakeups = LocalWakeups()
         self._reconnect_timeout = reconnect_timeout
-        self._hosts = HostChoice(target.load_balance)
+        self._hosts = HostChoice(target)
         self._acknowledged: dict[str, tuple[str, int]] = {}
         """Per session this store appended to: (incarnation, next seq) after its last
         acknowledged append. What a lost tail is measured against (docs/design.md, "Scaling
@@ -202,7 +202,7 @@ class PostgresRecorder(SnapshotReads):
                 self._replica_target,
                 pool_size=self._pool_size,
                 max_overflow=self._max_overflow,
-                hosts=HostChoice(self._replica_target.load_balance),
+                hosts=HostChoice(self._replica_target),
             )
 
     def _the_engine(self) -> AsyncEngine:
@@ -494,11 +494,33 @@ class PostgresRecorder(SnapshotReads):
         return []
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
-        return await run_locked_on_engine(self._the_engine(), fn)
+        return await self._past_standbys(lambda: run_locked_on_engine(self._the_engine(), fn))
 
     async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        async with self._the_engine().connect() as conn, conn.begin():
-            return await conn.run_sync(fn)
+        async def run() -> T:
+            async with self._the_engine().connect() as conn, conn.begin():
+                return await conn.run_sync(fn)
+
+        return await self._past_standbys(run)
+
+    async def _past_standbys(self, run: Callable[[], Awaitable[T]]) -> T:
+        """``await run()``; when a standby refused its write (it wrote nothing), again on a
+        host that takes writes, within the reconnect timeout."""
+
+        def refused(exc: BaseException) -> bool:
+            if classify_error(_unwrapped(exc)) != "standby":
+                return False
+            self._hosts.writable_only = True
+            return True
+
+        try:
+            return await run()
+        except Exception as exc:
+            if not refused(exc):
+                raise
+        with contextlib.suppress(Exception):
+            await self._the_engine().dispose()  # its connections may all be the standby's
+        return await until_reachable(self._reconnect_timeout, run, refused)
 
     async def close(self) -> None:
         listener, engine, replica = self._listener, self._engine, self._replica
@@ -819,6 +841,8 @@ def classify_error(exc: BaseException) -> str | None:
         return "standby"
     if state.startswith(_LOST_SQLSTATE_PREFIXES):
         return "lost"
+    if isinstance(driver, errors.TargetServerAttributeNotMatched):
+        return "standby"  # no host of the URL is what it asks for (mid-failover: no primary)
     if isinstance(driver, errors.InternalClientError):  # "cannot switch to state ..."
         return "lost"
     if isinstance(driver, errors.InterfaceError) and "closed" in str(driver):
