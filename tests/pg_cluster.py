@@ -73,7 +73,9 @@ shared_buffers = 16MB
 max_connections = 40
 max_wal_senders = 4
 wal_level = replica
-wal_keep_size = 64MB
+wal_keep_size = 32MB
+min_wal_size = 2MB
+max_wal_size = 64MB
 hot_standby = on
 hot_standby_feedback = on
 wal_receiver_status_interval = 1s
@@ -136,6 +138,7 @@ class Template:
             "postgres",
             "--auth=trust",
             "--no-sync",  # only the template: every server's own writes are fsynced
+            "--wal-segsize=1",  # 1 MB segments: less to copy for each server
             "-E",
             "UTF8",
             "--locale=C",
@@ -189,6 +192,9 @@ class Pair:
             "stream",
             "-c",
             "fast",
+            # the copy itself is not flushed (a test's throwaway standby); the standby server
+            # fsyncs everything it writes from then on, as any server does
+            "--no-sync",
         )
         self.standby.configure(
             f"primary_conninfo = 'host=127.0.0.1 port={self.primary.port} user=postgres "
