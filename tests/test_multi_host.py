@@ -1,0 +1,229 @@
+"""Multi-host PostgreSQL URLs (libpq's ``h1:p1,h2:p2``, ``target_session_attrs``,
+``load_balance_hosts``, ``replica=``), the standby condition, and the retry within the
+reconnect timeout. The failover scenarios on real primary/standby pairs are in
+``tests/test_failover.py``."""
+
+from __future__ import annotations
+
+import pg_cluster
+import pytest
+from factories import T0, header
+from sqlalchemy.engine import make_url
+
+from todo_sessions import SessionEvent, SessionStore, StandbyServerError, StoreUnavailableError
+from todo_sessions.store import postgres
+from todo_sessions.store.backends import replica_target
+from todo_sessions.store.engine import HostChoice, parse_url, replica_url
+from todo_sessions.store.retry import until_reachable
+from todo_sessions.store.translate import translated
+
+
+def event(seq: int) -> SessionEvent:
+    return SessionEvent("request/context", seq, T0 + seq, {"text": f"e{seq}"})
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def test_libpq_multi_host_form_becomes_asyncpg_host_and_port_lists() -> None:
+    target = parse_url(
+        "postgresql://u:secret@db1:5432,db2:5433,[::1]:5434/app"
+        "?target_session_attrs=read-write&application_name=agent"
+    )
+    assert target.hosts == (("db1", 5432), ("db2", 5433), ("::1", 5434))
+    assert target.connect_args["host"] == ["db1", "db2", "::1"]
+    assert target.connect_args["port"] == [5432, 5433, 5434]
+    assert target.connect_args["target_session_attrs"] == "read-write"
+    assert target.connect_args["server_settings"] == {"application_name": "agent"}
+    assert (target.url.host, target.url.port, target.url.database) == ("db1", 5432, "app")
+    assert "target_session_attrs" not in target.url.query
+    assert target.render() == (
+        "postgresql://u:***@db1:5432,db2:5433,[::1]:5434/app"
+        "?target_session_attrs=read-write&application_name=agent"
+    )
+
+
+def test_hosts_without_ports_take_the_default_port() -> None:
+    assert parse_url("postgresql://u@a,b/db").hosts == (("a", 5432), ("b", 5432))
+
+
+def test_sqlalchemy_repeated_host_forms_are_the_same_list() -> None:
+    repeated = parse_url("postgresql://u@/db?host=a:1&host=b:2")
+    listed = parse_url("postgresql://u@/db?host=a,b&port=1,2")
+    assert repeated.hosts == listed.hosts == (("a", 1), ("b", 2))
+    assert repeated.connect_args == listed.connect_args
+    # one host in the query (a socket directory, say) is left to SQLAlchemy as it was
+    socket = parse_url("postgresql://u@/db?host=/run/postgresql")
+    assert socket.hosts == () and socket.url.query["host"] == "/run/postgresql"
+
+
+def test_pgbouncer_and_schema_keep_working_with_several_hosts() -> None:
+    target = parse_url("postgresql://u@a:1,b:2/db?pgbouncer=true&schema=agent")
+    assert target.pooler and target.schema == "agent"
+    assert target.connect_args["statement_cache_size"] == 0
+    assert target.connect_args["host"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://u@a:1,b:x/db", "port of host 'b'"),
+        ("postgresql://u@a,,b/db", "host of the database URL is empty"),
+        ("postgresql://u@a,b/db?target_session_attrs=writable", "target_session_attrs"),
+        ("postgresql://u@a,b/db?load_balance_hosts=yes", "load_balance_hosts"),
+        ("postgresql://u@/db?host=a,b&port=1,2,3", "do not match"),
+        ("postgresql://u@a,b/db?host=c", "names hosts twice"),
+    ],
+)
+def test_malformed_multi_host_urls_are_refused_clearly(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_url(url)
+
+
+def test_the_replica_parameter_names_a_replica_on_the_same_database() -> None:
+    target = parse_url("postgresql://u:pw@a:1,b:2/db?replica=r:7&target_session_attrs=read-write")
+    replica = replica_url(target)
+    assert replica is not None
+    assert (replica.url.host, replica.url.port, replica.url.database) == ("r", 7, "db")
+    assert replica.url.password == "pw"
+    assert "host" not in replica.connect_args  # one replica host
+    assert "target_session_attrs" not in replica.connect_args
+    assert "replica" not in target.url.query
+    assert replica_url(parse_url("postgresql://u@a/db")) is None
+    with pytest.raises(ValueError, match="not both"):
+        replica_target(target, "postgresql://u@r2/db")
+    with pytest.raises(ValueError, match="PostgreSQL"):
+        replica_target(parse_url("postgresql://u@a/db"), "sqlite:///x.db")
+
+
+def test_load_balancing_shuffles_hosts_and_ports_together() -> None:
+    choice = HostChoice(parse_url("postgresql://u@a:1,b:2,c:3/db?load_balance_hosts=random"))
+    orders = set()
+    for _ in range(200):
+        params = {"host": ["a", "b", "c"], "port": [1, 2, 3]}
+        choice.apply(params)
+        assert sorted(zip(params["host"], params["port"], strict=True)) == [
+            ("a", 1),
+            ("b", 2),
+            ("c", 3),
+        ]
+        orders.add(tuple(params["host"]))
+    assert len(orders) > 1
+    fixed = HostChoice(parse_url("postgresql://u@a:1,b:2/db"))
+    params = {"host": ["a", "b"], "port": [1, 2]}
+    fixed.apply(params)
+    assert params == {"host": ["a", "b"], "port": [1, 2]}
+
+
+def test_after_a_standby_refused_a_write_only_a_writable_host_is_taken() -> None:
+    several = HostChoice(parse_url("postgresql://u@a,b/db?target_session_attrs=any"))
+    several.writable_only = True
+    params: dict[str, object] = {"target_session_attrs": "any"}
+    several.apply(params)
+    assert params["target_session_attrs"] == "read-write"
+    kept = {"target_session_attrs": "primary"}
+    several.apply(kept)
+    assert kept["target_session_attrs"] == "primary"
+    one = HostChoice(parse_url("postgresql://u@a/db"))
+    one.writable_only = True  # one host: nowhere else to go
+    assert not one.writable_only
+
+
+# -- the standby condition -----------------------------------------------------------------------
+
+
+def test_a_read_only_transaction_error_is_the_typed_standby_condition() -> None:
+    import asyncpg
+
+    exc = asyncpg.exceptions.ReadOnlySQLTransactionError(
+        "cannot execute INSERT in a read-only transaction"
+    )
+    assert postgres.classify_error(exc) == "standby"
+    assert postgres.connection_lost(exc)  # dropped, never reused
+    error = translated(exc, what="appending to session 's'")
+    assert isinstance(error, StandbyServerError) and isinstance(error, StoreUnavailableError)
+    assert "does not take writes" in str(error)
+    none_match = asyncpg.exceptions.TargetServerAttributeNotMatched("no host matches")
+    assert postgres.classify_error(none_match) == "standby"
+
+
+async def test_until_reachable_retries_transient_errors_within_the_bound() -> None:
+    calls: list[int] = []
+
+    async def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("down")
+        return "up"
+
+    assert await until_reachable(5.0, flaky, lambda e: isinstance(e, ConnectionError)) == "up"
+    assert len(calls) == 3
+
+    async def down() -> str:
+        calls.append(1)
+        raise ConnectionError("down")
+
+    calls.clear()
+    with pytest.raises(ConnectionError):
+        await until_reachable(0.0, down, lambda e: isinstance(e, ConnectionError))
+    assert len(calls) == 1  # no time: tried once
+
+    async def broken() -> str:
+        calls.append(1)
+        raise ValueError("not transient")
+
+    calls.clear()
+    with pytest.raises(ValueError):
+        await until_reachable(5.0, broken, lambda e: isinstance(e, ConnectionError))
+    assert len(calls) == 1
+
+
+def test_several_hosts_wait_for_a_failover_by_default() -> None:
+    assert SessionStore("postgresql://u@a,b/db")._reconnect_timeout > 0
+    assert SessionStore("postgresql://u@a/db")._reconnect_timeout == 0
+    assert SessionStore("postgresql://u@a,b/db", reconnect_timeout=3)._reconnect_timeout == 3
+    with pytest.raises(ValueError, match="reconnect_timeout"):
+        SessionStore("postgresql://u@a/db", reconnect_timeout=-1)
+
+
+# -- on the machine's server ---------------------------------------------------------------------
+
+
+def _hosts_url(pg_url: str, *ports: int, query: str = "") -> str:
+    url = make_url(pg_url)
+    hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
+    user = url.username or "postgres"
+    return f"postgresql://{user}@{hosts}/{url.database}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+async def pg_url(pg_database_url: str) -> str:
+    from conftest import _empty_pg
+
+    await _empty_pg(pg_database_url)
+    return pg_database_url
+
+
+async def test_a_dead_first_host_is_passed_over(pg_url: str) -> None:
+    port = make_url(pg_url).port or 5432
+    dead = pg_cluster.free_port()  # nothing listens there
+    url = _hosts_url(pg_url, dead, port, query="target_session_attrs=read-write")
+    async with SessionStore(url) as store:
+        await store.create(header("s"))
+        await store.append("s", [event(0), event(1)])
+        assert [e.seq for e in await store.read_from("s")] == [0, 1]
+    async with SessionStore(pg_url) as direct:
+        assert await direct.count("s") == 2
+
+
+async def test_multi_host_with_pgbouncer_flag_schema_and_load_balancing(pg_url: str) -> None:
+    port = make_url(pg_url).port or 5432
+    url = _hosts_url(pg_url, port, port, query="pgbouncer=true&load_balance_hosts=random")
+    async with SessionStore(url, schema="ha") as store:
+        assert store.namespace.schema == "ha"
+        await store.create(header("s"))
+        for seq in range(5):
+            await store.append("s", [event(seq)])
+        assert await store.count("s") == 5
+        async with SessionStore(f"{pg_url}?schema=ha") as direct:
+            assert await direct.count("s") == 5
