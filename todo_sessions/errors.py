@@ -207,8 +207,9 @@ class StoreUnavailableError(StoreError):
     """The database could not be reached, or the connection was lost mid-call.
 
     Transient: the dead connection is discarded and the next call opens a fresh one. Reads
-    were already retried once; an append whose commit was not confirmed was resolved by reading
-    the session back (stored: success; not stored: retried once) before this is raised.
+    were already retried (once, or for the store's ``reconnect_timeout``); an append whose
+    commit was not confirmed was resolved by reading the session back (stored: success; not
+    stored: sent again) before this is raised.
     """
 
 

@@ -197,7 +197,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             None,
             args,
             pooler,
-            **names,  # type: ignore[arg-type]
+            **names,
             given=given,
             hosts=hosts,
             load_balance=balance,

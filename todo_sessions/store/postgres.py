@@ -232,7 +232,7 @@ class PostgresRecorder(SnapshotReads):
     async def _append_once(self, batch: AppendBatch) -> AppendOutcome:
         async with self._connection() as conn:
             raw = await conn.get_raw_connection()
-            driver = raw.driver_connection
+            driver: Any = raw.driver_connection
             outcome = await _append(driver, batch, self._sql.append)
             if self._replica is not None:  # where a replica must be for read-your-writes
                 self._need(batch.session_id, await driver.fetchval(_CURRENT_LSN))
@@ -310,7 +310,7 @@ class PostgresRecorder(SnapshotReads):
                 needed = self._needed.get(args[0], 0) if isinstance(args[0], str) else 0
             found = await self._on_replica(op, args, needed)
             if found is not _FALL_BACK:
-                return found  # type: ignore[return-value]
+                return found
         return await self._primary(op, *args)
 
     async def _on_replica(self, op: Callable[..., Any], args: tuple[Any, ...], needed: int) -> Any:
@@ -352,7 +352,8 @@ class PostgresRecorder(SnapshotReads):
     async def _primary_lsn(self) -> str | None:
         async with self._connection() as conn:
             raw = await conn.get_raw_connection()
-            found: str | None = await raw.driver_connection.fetchval(_CURRENT_LSN)
+            driver: Any = raw.driver_connection
+            found: str | None = await driver.fetchval(_CURRENT_LSN)
             return found
 
     def _check_end(self, session_id: str, row: Mapping[str, Any] | None) -> None:
@@ -536,7 +537,7 @@ class PostgresRecorder(SnapshotReads):
 _CURRENT_LSN = "SELECT pg_current_wal_lsn()::text"
 _REPLAYED_LSN = "SELECT pg_last_wal_replay_lsn()::text"
 _FALL_BACK: Any = object()
-_LISTING_READS = frozenset({reads.list_sessions, reads.session_ids})
+_LISTING_READS: frozenset[Callable[..., Any]] = frozenset({reads.list_sessions, reads.session_ids})
 _REPLICA_READS: frozenset[Callable[..., Any]] = frozenset(
     {
         reads.read_session,

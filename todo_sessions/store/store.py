@@ -36,8 +36,14 @@ class SessionStore(Listing, Repair, Streams, Leasing):
     deletes raise `StoreError`, an old schema is a `SchemaError`). PostgreSQL: ``pool_size``;
     behind PgBouncer in transaction mode add ``?pgbouncer=true`` to the URL (no prepared
     statement outlives its transaction) and give ``listen_url``, a direct connection for
-    `follow`'s LISTEN (without it, followers poll). ``clock`` (Unix epoch ms, default the wall
-    clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
+    `follow`'s LISTEN (without it, followers poll). Several hosts (libpq's
+    ``postgresql://u@h1:5432,h2:5433/db?target_session_attrs=read-write``,
+    ``load_balance_hosts=random``): after a failover the store goes on with the new primary,
+    retrying for ``reconnect_timeout`` seconds (default 15 with several hosts, 0 with one).
+    ``read_url`` (or the URL's ``?replica=host:port``): a read replica for replay, list and
+    follow, still reading this store's own writes (it waits up to ``replica_wait`` seconds
+    for the replica, then reads the primary). docs/design.md, "Scaling out". ``clock`` (Unix
+    epoch ms, default the wall clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
 
     Namespaces (docs/design.md, "Namespaces"): ``schema="agent"`` (PostgreSQL) puts every
     table, trigger and the version table in that schema, created by the migrations;
