@@ -270,6 +270,8 @@ class PostgresRecorder(SnapshotReads):
         async def settle() -> AppendOutcome:
             stored = await self._read_once(reads.append_outcome, batch)
             if stored is not None:
+                if self._replica is not None:  # its commit's position was never read
+                    self._need(batch.session_id, await self._primary_lsn())
                 return stored
             try:
                 return await self._append_once(batch)
@@ -367,14 +369,6 @@ class PostgresRecorder(SnapshotReads):
             return
         if row["next_seq"] < known[1]:
             raise AcknowledgedEventsLostError(session_id, known[1], row["next_seq"])
-
-    def lost_tail(self, session_id: str, row: Mapping[str, Any] | None) -> str | None:
-        """Why ``row`` (the stored session) lacks events this store acknowledged, or None."""
-        try:
-            self._check_end(session_id, row)
-        except AcknowledgedEventsLostError as exc:
-            return str(exc)
-        return None
 
     async def find_session(self, session_id: str) -> dict[str, Any] | None:
         row = await self._snapshot(reads.find_session, session_id)
