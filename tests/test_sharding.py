@@ -13,6 +13,7 @@ import pytest
 
 from todo_sessions.store import postgres
 from todo_sessions.store.namespace import DEFAULT, Namespace
+from todo_sessions.store.reads import list_statement
 
 SESSION_KEY = {
     "sessions": "id",
@@ -26,6 +27,8 @@ SESSION_PARAMETERS = frozenset({"session_id", "id", "b_id", "p_id", "l_session_i
 """The names the statements give the session id they are bound to."""
 FAN_OUT = frozenset({"summaries", "summaries_before", "ids_of_sessions", "ids_of_events"})
 """Reads across sessions (listing, verify's enumeration): every shard answers."""
+LISTING = list_statement(frozenset())
+"""The filtered listings (``list(cwd=..., tag=...)``), compiled on first use: fan-outs too."""
 REFERENCE = frozenset({"store_id"})
 """``store_state``: one row, a reference table (copied to every node)."""
 
@@ -69,7 +72,7 @@ def hot_path_statements(namespace: Namespace) -> dict[str, tuple[str, tuple[str,
             statement = getattr(group, field.name)
             found[f"{type(group).__name__}.{field.name}"] = (statement.sql, statement.names)
     for name, read in compiled.reads.items():
-        if name not in FAN_OUT | REFERENCE:
+        if name not in FAN_OUT | REFERENCE and not name.startswith(LISTING):
             found[f"reads.{name}"] = (read.sql, read.names)
     return found
 
