@@ -255,6 +255,15 @@ async def test_a_write_on_a_standby_is_typed_and_retried_on_the_next_host(
             await store.append("s", [event(2, "third")])
     expected = [(0, "first"), (1, "second"), (2, "third")]
     assert await stored(primary, "s") == expected
+    # a lease (a write of its own transaction) is refused by the standby and taken on the
+    # primary, once: the retried acquire is its first epoch, not a second one
+    async with SessionStore(url) as store:
+        lease = await store.acquire_lease("s", "worker")
+        holders = await store.lease_holders(["s"])
+        assert lease.epoch == holders["s"].epoch == 1
+        assert holders["s"].owner == "worker"
+        await store.append("s", [event(3, "leased")], lease=lease)
+        assert await store.release_lease(lease)
 
 
 # -- read replicas --------------------------------------------------------------------------------
