@@ -45,6 +45,9 @@ def test_libpq_multi_host_form_becomes_asyncpg_host_and_port_lists() -> None:
 
 def test_hosts_without_ports_take_the_default_port() -> None:
     assert parse_url("postgresql://u@a,b/db").hosts == (("a", 5432), ("b", 5432))
+    # libpq's port list beside the hosts
+    assert parse_url("postgresql://u@a,b/db?port=1,2").hosts == (("a", 1), ("b", 2))
+    assert parse_url("postgresql://u@a,b/db?port=7").hosts == (("a", 7), ("b", 7))
 
 
 def test_sqlalchemy_repeated_host_forms_are_the_same_list() -> None:

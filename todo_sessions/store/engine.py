@@ -251,6 +251,15 @@ def _query_hosts(
     given = query.pop("host", None)
     ports = query.pop("port", None)
     if given is None:
+        if ports is not None and hosts:  # libpq's h1,h2/db?port=p1,p2
+            port_list = list(ports) if isinstance(ports, tuple) else str(ports).split(",")
+            if len(port_list) not in (1, len(hosts)):
+                raise ValueError("the database URL's hosts and port= list do not match")
+            specs = [
+                f"{h}:{port_list[min(i, len(port_list) - 1)]}" for i, (h, _) in enumerate(hosts)
+            ]
+            hosts = tuple(_host_port(spec) for spec in specs)
+            return parsed.set(host=hosts[0][0], port=hosts[0][1]), hosts
         if ports is not None:
             query["port"] = ports
         return parsed, hosts
