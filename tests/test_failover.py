@@ -328,3 +328,34 @@ async def test_the_replica_url_parameter_names_the_replica_hosts(
             assert [e.seq for e in await store.read_from("s")] == [0]  # from the replica
         finally:
             await fetchval(standing_db.standby, "SELECT pg_wal_replay_resume()")
+
+
+async def test_follow_through_a_lagging_replica_sees_every_append(standing_db: Db) -> None:
+    primary, standby = standing_db.primary, standing_db.standby
+    async with (
+        SessionStore(primary, read_url=standby, replica_wait=0.1) as watcher,
+        SessionStore(primary) as writer,
+    ):
+        await writer.create(header("f"))
+        await writer.append("f", [event(0, "e0")])
+        await caught_up(standing_db.pair)
+        await fetchval(standby, "SELECT pg_wal_replay_pause()")
+        try:
+
+            async def follow() -> list[str]:
+                seen: list[str] = []
+                stream = watcher.follow("f", reconnect_timeout=5.0)
+                async with aclosing(stream):  # type: ignore[type-var]  # an async generator
+                    async for e in stream:
+                        seen.append(e.data["text"])
+                        if len(seen) == 4:
+                            return seen
+                return seen
+
+            following = asyncio.create_task(follow())
+            for seq in range(1, 4):
+                await writer.append("f", [event(seq, f"e{seq}")])
+            # the replica replays nothing: each notified page falls back to the primary
+            assert await asyncio.wait_for(following, 30) == ["e0", "e1", "e2", "e3"]
+        finally:
+            await fetchval(standby, "SELECT pg_wal_replay_resume()")
