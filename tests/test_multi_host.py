@@ -230,3 +230,33 @@ async def test_multi_host_with_pgbouncer_flag_schema_and_load_balancing(pg_url: 
         assert await store.count("s") == 5
         async with SessionStore(f"{pg_url}?schema=ha") as direct:
             assert await direct.count("s") == 5
+
+
+async def test_reads_racing_appends_of_the_same_store_are_no_lost_tail(pg_url: str) -> None:
+    """A read whose snapshot began before an append was acknowledged shows the older end:
+    that is not the database losing the append (the check compares with what was acknowledged
+    when the read began)."""
+    import asyncio
+
+    async with SessionStore(pg_url, pool_size=6) as store:
+        await store.create(header("s"))
+        await store.append("s", [event(0)])
+        done = asyncio.Event()
+
+        async def write() -> None:
+            for seq in range(1, 40):
+                await store.append("s", [event(seq)])
+            done.set()
+
+        async def read() -> int:
+            reads = 0
+            while not done.is_set():
+                await store.read_from("s")
+                await store.header("s")
+                await store.summary("s")
+                reads += 1
+            return reads
+
+        results = await asyncio.gather(write(), *(read() for _ in range(4)))
+        assert all(n > 0 for n in results[1:])
+        assert await store.count("s") == 40

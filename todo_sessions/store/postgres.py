@@ -243,16 +243,18 @@ class PostgresRecorder(SnapshotReads):
         known = self._acknowledged.get(session_id)
         if known is not None and batch.rows[0]["seq"] < known[1]:
             # Below what this store was told is stored: a conflict, or a lost tail
-            self._check_end(session_id, await self._primary(reads.find_session, session_id))
+            await self._stored_row(session_id)
         try:
             outcome = await self._append_exactly_once(batch)
         except SeqConflictError:
             if known is not None:
-                self._check_end(session_id, await self._primary(reads.find_session, session_id))
+                await self._stored_row(session_id)
             if self._replica is not None:  # others wrote: reads must see at least that much
                 self._need(session_id, await self._primary_lsn())
             raise
-        self._acknowledged[session_id] = (outcome[0], outcome[2])
+        acknowledged = self._acknowledged.get(session_id)
+        if acknowledged is None or acknowledged[0] != outcome[0] or acknowledged[1] < outcome[2]:
+            self._acknowledged[session_id] = (outcome[0], outcome[2])  # concurrent: the furthest
         self._wakeups.wake(session_id)  # pollers (behind a pooler) need not wait
         return outcome
 
@@ -358,38 +360,51 @@ class PostgresRecorder(SnapshotReads):
             found: str | None = await driver.fetchval(_CURRENT_LSN)
             return found
 
-    def _check_end(self, session_id: str, row: Mapping[str, Any] | None) -> None:
+    def _check_end(
+        self, session_id: str, row: Mapping[str, Any] | None, known: tuple[str, int] | None
+    ) -> None:
         """`AcknowledgedEventsLostError` when the stored session (``row``) ends before what
-        this store acknowledged; a session deleted or made anew since is forgotten."""
-        known = self._acknowledged.get(session_id)
+        this store had acknowledged when the read began (``known``: an append acknowledged
+        while the read ran may be newer than its snapshot); a session deleted or made anew
+        since is forgotten."""
         if known is None:
             return
         if row is None or row["incarnation"] != known[0]:
-            del self._acknowledged[session_id]  # deleted (and perhaps created anew) by others
+            if self._acknowledged.get(session_id) == known:  # deleted (perhaps made anew)
+                del self._acknowledged[session_id]
             return
         if row["next_seq"] < known[1]:
             raise AcknowledgedEventsLostError(session_id, known[1], row["next_seq"])
 
+    async def _stored_row(self, session_id: str) -> None:
+        """Check the session's row on the primary against what this store acknowledged."""
+        known = self._acknowledged.get(session_id)
+        self._check_end(session_id, await self._primary(reads.find_session, session_id), known)
+
     async def find_session(self, session_id: str) -> dict[str, Any] | None:
+        known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.find_session, session_id)
-        self._check_end(session_id, row)
+        self._check_end(session_id, row, known)
         return row
 
     async def read_session(self, session_id: str) -> dict[str, Any]:
+        known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.read_session, session_id)
-        self._check_end(session_id, row)
+        self._check_end(session_id, row, known)
         return row
 
     async def read_summary(self, session_id: str) -> dict[str, Any]:
+        known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.read_summary, session_id)
-        self._check_end(session_id, row)
+        self._check_end(session_id, row, known)
         return row
 
     async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
     ) -> tuple[dict[str, Any], list[SessionEvent]]:
+        known = self._acknowledged.get(session_id)
         found = await self._snapshot(reads.read_events, session_id, from_seq, limit)
-        self._check_end(session_id, found[0])
+        self._check_end(session_id, found[0], known)
         return found
 
     async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
