@@ -5,8 +5,8 @@ integrity_check``), then enumerates sessions from the sessions table *and* from 
 rows themselves (so neither a damaged index nor a missing session row hides a session), and
 checks each with `verify_session`: events this store acknowledged that the database lost
 (a failover to a lagging standby; only the store that appended them knows), rows the store
-refuses to decode (reading on past each one,
-so one bad row does not hide the rest), rows past the stored end, then the checks of
+refuses to decode (reading on past each one, so one bad row does not hide the rest), rows
+past the stored end, then the checks of
 `todo_sessions.core.verify.verify_events` on what could be read (seqs, payloads, structure,
 surface, answered calls, an interrupted last turn). It changes nothing.
 """

@@ -29,6 +29,13 @@
   session back on a fresh connection (`reads.append_outcome`): the batch stored byte-identical
   → success; not stored → sent once more; something else stored at its seqs →
   `SeqConflictError`. So an append is applied exactly once, or fails with nothing written.
+- **Failover** (docs/design.md, "Scaling out"): a write refused by a standby (SQLSTATE 25006)
+  is lost the same way, and the store's new connections then ask for a host that takes
+  writes (`engine.HostChoice`); calls are retried within ``reconnect_timeout``
+  (`retry.until_reachable`). The end of each session this store acknowledged is remembered:
+  a stored end behind it is `AcknowledgedEventsLostError`, never a seq handed out again.
+- **A read replica** (``read_url``) serves the reads in `_REPLICA_READS` once it has replayed
+  this store's last write to the session (`_on_replica`), else the primary does.
 """
 
 from __future__ import annotations
