@@ -1,7 +1,7 @@
 """Running todo-sessions over the shared conformance corpus (``../shared/conformance``, beside the
 checkout): what we give for each log, on the corpus's own vocabulary, and the comparison its
-README describes. `tests/test_conformance.py` asserts on it; run this module to list every
-difference (``python -m tests.conformance``).
+README describes, for logs and spec cases. `tests/test_conformance.py` asserts on it; run this
+module to list every difference (``python -m tests.conformance``).
 
 `reference_invariants_problem` restates, in our words, the structure rules the reference checks
 in its dev mode (from reading its ``invariant.ts``): our crash-repair closers must pass them.
@@ -509,14 +509,6 @@ def unjudged_differences() -> list[Difference]:
     return [d for row in logs() for d in compare_log(row) if (d.id, d.kind) not in skip]
 
 
-if __name__ == "__main__":
-    differences = unjudged_differences()
-    rows = {row["id"]: row for row in logs()}
-    for d in differences:
-        print(f"{d.id} [{rows[d.id]['label']}] {d.kind}: {d.detail}")
-    print(f"{len(differences)} unjudged differences", file=sys.stderr)
-
-
 # -- spec cases --------------------------------------------------------------------------------
 
 SPEC_DELIBERATE = frozenset(
@@ -822,3 +814,16 @@ def _repair_expect(expect: Mapping[str, Any], closers: Sequence[SessionEvent]) -
         if normal(wanted) != normal(got):
             found.append(f"expect {key}: {wanted!r} py={got!r}")
     return found
+
+
+if __name__ == "__main__":
+    differences = unjudged_differences()
+    rows = {row["id"]: row for row in logs()}
+    for d in differences:
+        print(f"{d.id} [{rows[d.id]['label']}] {d.kind}: {d.detail}")
+    print(f"{len(differences)} unjudged differences on logs", file=sys.stderr)
+    specs = [c for c in spec_cases() if c["op"] in SPEC_OPS and c["id"] not in SPEC_DELIBERATE]
+    differing = [(c["id"], found) for c in specs if (found := compare_spec_case(c))]
+    for case_id, found in differing:
+        print(f"{case_id}: {found}")
+    print(f"{len(differing)} of {len(specs)} compared spec cases differ", file=sys.stderr)
