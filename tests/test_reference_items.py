@@ -226,23 +226,16 @@ def test_item7_reference_types_are_known_and_their_fields_checked() -> None:
 
 
 def _started_in_a_closed_step() -> list[SessionEvent]:
-    step = {"turn": 1, "step": 1}
-    block = {"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"}
-    message = {
-        "id": "a1",
-        "role": "assistant",
-        "content": [block],
-        "source": {"kind": "model", "provider": "p", "model": "m"},
-    }
-    wires = [
-        ("turn/start", {"turn": 1}, {}),
-        ("user/message", _user(), {"surfaceOp": "append"}),
-        ("step/start", step, {}),
-        ("assistant/message", {**step, "message": message}, {"surfaceOp": "append"}),
-        ("tool/call", {**step, "callId": "c1", "name": "bash", "arguments": "{}"}, {}),
-        ("step/end", step, {}),  # the step closed without its result, then the process died
-    ]
-    return [SessionEvent.from_json(_line(k, n, d, **x)) for n, (k, d, x) in enumerate(wires)]
+    from logs import LogBuilder
+
+    b = LogBuilder()
+    b.turn_start()
+    b.user("go")
+    b.step_start()
+    b.assistant(calls=["c1"])
+    b.tool_call("c1")
+    b.step_end()  # the step closed without its result, then the process died
+    return b.events
 
 
 def test_item9_the_store_repairs_a_started_call_of_a_closed_step_as_the_reference_wants(
@@ -277,13 +270,13 @@ def test_item9_the_store_repairs_a_started_call_of_a_closed_step_as_the_referenc
                     "name": "ToolOutcomeUnknownError",
                     "code": "TOOL_NOT_STARTED",
                 }
-                assert result.source_event_seqs == (4,)
+                assert result.source_event_seqs == (events[-2].seq,)
                 assert reference_invariants_problem([*events, *closers]) is None
                 Session(header("load"), [*events, *closers], strict=True)
             assert [c.to_dict() for c in resumed.closers] == [
                 {**c.to_dict(), "data": _renamed(c.data, "load", "resume")} for c in loaded.closers
             ]
-            assert [e.to_dict() for e in (await store.read("load")).events[6:]] == [
+            assert [e.to_dict() for e in (await store.read("load")).events[len(events) :]] == [
                 c.to_dict() for c in loaded.closers
             ]
 
