@@ -69,11 +69,11 @@ def _result_text(call: OpenCall) -> str:
 
 
 def _closing_result(
-    call: OpenCall, *, session_id: str, seq: int, time: int, moved: bool = False
+    call: OpenCall, *, session_id: str, seq: int, time: int, closed_step: bool = False
 ) -> SessionEvent:
     started = call.call_seq is not None
     error = OUTCOME_UNKNOWN_ERROR if started else NOT_STARTED_ERROR
-    if started and moved:
+    if started and closed_step:
         error = CLOSED_STEP_ERROR
     data: dict[str, Any] = {
         "turn": call.turn,
@@ -146,7 +146,7 @@ def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> 
         for call in elsewhere:
             moved = replace(call, step=step["step"])
             closers.append(
-                _closing_result(moved, session_id=session_id, seq=seq, time=time, moved=True)
+                _closing_result(moved, session_id=session_id, seq=seq, time=time, closed_step=True)
             )
             seq += 1
         closers.append(SessionEvent("step/end", seq, time, step))
