@@ -556,10 +556,12 @@ SPEC_OPS = frozenset(
         "todo_write",
         "present_call",
         "repair",
+        "jsonl_exchange",
     }
 )
-"""The ops `compare_spec_case` compares. ``jsonl_exchange`` is not among them: the reference
-asserts nothing there (``referenceHolds`` null); tests/test_reference_jsonl.py reads its files."""
+"""The ops `compare_spec_case` compares (``jsonl_exchange``, where the reference asserts
+nothing, on what the files hold; tests/test_reference_jsonl.py also writes them byte for
+byte through the store)."""
 
 
 def _events_of(job: Mapping[str, Any]) -> tuple[list[SessionEvent] | None, Verdict]:
@@ -575,6 +577,8 @@ def compare_spec_case(case: Mapping[str, Any]) -> list[str]:
         return compare_present_call(case)
     if op == "repair":
         return compare_repair(case)
+    if op == "jsonl_exchange":
+        return compare_jsonl_exchange(case)
     if op == "plan":
         from todo_sessions.core.todos import TodoItem
 
@@ -827,3 +831,31 @@ if __name__ == "__main__":
     for case_id, found in differing:
         print(f"{case_id}: {found}")
     print(f"{len(differing)} of {len(specs)} compared spec cases differ", file=sys.stderr)
+
+
+# -- spec cases of the JSONL exchange ----------------------------------------------------------
+
+
+def compare_jsonl_exchange(case: Mapping[str, Any]) -> list[str]:
+    """The reference's file for the job's events imports here as those events, under its
+    header (its header line is the one we would write for it); the reference read the same
+    events back from the file (``readBack``)."""
+    from todo_sessions.jsonl import parse_lines, reference_header_line
+
+    ref, wanted = case["reference"], normal(case["job"]["events"])
+    lines = ref["file"].splitlines()
+    found = []
+    try:
+        header, events = parse_lines(lines)
+    except InvalidEventError as exc:
+        return [f"import refuses the reference's file: {exc}"]
+    if normal([e.to_dict() for e in events]) != wanted:
+        found.append(
+            "imported events: " + _first_difference(wanted, normal([e.to_dict() for e in events]))
+        )
+    if reference_header_line(header) != lines[0]:
+        found.append(f"header line: ts={lines[0]} py={reference_header_line(header)}")
+    back = ref["readBack"]
+    if not back["ok"] or normal(back["events"]) != wanted:
+        found.append(f"the reference's reading of the file: {str(back)[:200]}")
+    return found
