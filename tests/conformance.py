@@ -1,7 +1,7 @@
 """Running todo-sessions over the shared conformance corpus (``../shared/conformance``, beside the
 checkout): what we give for each log, on the corpus's own vocabulary, and the comparison its
-README describes. `tests/test_conformance.py` asserts on it; run this module to list every
-difference (``python -m tests.conformance``).
+README describes, for logs and spec cases. `tests/test_conformance.py` asserts on it; run this
+module to list every difference (``python -m tests.conformance``).
 
 `reference_invariants_problem` restates, in our words, the structure rules the reference checks
 in its dev mode (from reading its ``invariant.ts``): our crash-repair closers must pass them.
@@ -468,6 +468,13 @@ def compare_log(row: Mapping[str, Any]) -> list[Difference]:
             problem = reference_invariants_problem([*events, *mine.closers])
         if problem:
             differ("repair-cross", f"the reference's invariants refuse our closers: {problem}")
+    if ref["closerEvents"] and mine.closers:
+        events = parse_log(row)[0] or []
+        if load([*events, *mine.closers], strict=True)[1].ok:
+            theirs = parse_log({"events": ref["closerEvents"]})[0] or []
+            verdict = load([*events, *theirs], strict=True)[1]
+            if not verdict.ok:
+                differ("repair-cross", f"we refuse the reference's closers: {verdict.error}")
     if normal(ref["messages"]) == values["messages"]:
         theirs = _mask(normal(ref.get("repairedMessages", ref["messages"])))
         if theirs != values["repairedMessages"]:
@@ -500,14 +507,6 @@ def _first_difference(a: Any, b: Any, path: str = "$") -> str:
 def unjudged_differences() -> list[Difference]:
     skip = judged()
     return [d for row in logs() for d in compare_log(row) if (d.id, d.kind) not in skip]
-
-
-if __name__ == "__main__":
-    differences = unjudged_differences()
-    rows = {row["id"]: row for row in logs()}
-    for d in differences:
-        print(f"{d.id} [{rows[d.id]['label']}] {d.kind}: {d.detail}")
-    print(f"{len(differences)} unjudged differences", file=sys.stderr)
 
 
 # -- spec cases --------------------------------------------------------------------------------
@@ -546,9 +545,23 @@ SPEC_DELIBERATE = frozenset(
 )
 """Spec cases a test skips (the README's list)."""
 
-SPEC_OPS = frozenset({"fold", "seed", "append", "validate", "analyse", "plan"})
-"""The ops `compare_spec_case` compares (the others test the todo tool's wording, the ACP
-presentation and the JSONL exchange, which tests of their own cover)."""
+SPEC_OPS = frozenset(
+    {
+        "fold",
+        "seed",
+        "append",
+        "validate",
+        "analyse",
+        "plan",
+        "todo_write",
+        "present_call",
+        "repair",
+        "jsonl_exchange",
+    }
+)
+"""The ops `compare_spec_case` compares (``jsonl_exchange``, where the reference asserts
+nothing, on what the files hold; tests/test_reference_jsonl.py also writes them byte for
+byte through the store)."""
 
 
 def _events_of(job: Mapping[str, Any]) -> tuple[list[SessionEvent] | None, Verdict]:
@@ -558,6 +571,14 @@ def _events_of(job: Mapping[str, Any]) -> tuple[list[SessionEvent] | None, Verdi
 def compare_spec_case(case: Mapping[str, Any]) -> list[str]:
     """What differs between us and the reference on one spec case (empty: agreement)."""
     op, job, ref = case["op"], case["job"], case["reference"]
+    if op == "todo_write":
+        return compare_todo_write(case)
+    if op == "present_call":
+        return compare_present_call(case)
+    if op == "repair":
+        return compare_repair(case)
+    if op == "jsonl_exchange":
+        return compare_jsonl_exchange(case)
     if op == "plan":
         from todo_sessions.core.todos import TodoItem
 
@@ -612,4 +633,229 @@ def compare_spec_case(case: Mapping[str, Any]) -> list[str]:
             found.append("nodes")
         if "todos" in ref and _todos(session.todos) != normal(ref["todos"]):
             found.append("todos")
+    return found
+
+
+# -- spec cases of the todo tool ---------------------------------------------------------------
+
+_SCHEMA_PREFIX = ("invalid arguments: ", "invalid arguments for tool todo_write: ")
+"""The schema messages of the two sides: theirs, ours (docs/format.md, "The todo_write tool":
+the schema messages are our own, so only their kind is compared)."""
+
+
+def _todo_session() -> Session:
+    session = Session(_header(), strict=True)
+    session.append("turn/start", {"turn": 1})
+    return session
+
+
+def run_todo_write(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Our todo tool on a spec job, on the reference's keys: ``isError``, ``text`` (the text
+    the model reads), ``value`` (our structured counts on the reference's shape), ``results``
+    (one per call) and ``written`` (the lists the calls appended, in order)."""
+    import asyncio
+
+    from todo_sessions.tools.base import ToolContext
+    from todo_sessions.tools.todo_write import TodoWriteTool
+
+    tool = TodoWriteTool(allow_parallel_in_progress=job["allowParallel"])
+    session = _todo_session() if job["agent"] else None
+    results = []
+    for n, args in enumerate(job.get("calls") or [job["args"]]):
+        context = ToolContext(session=session, call_id=f"call-{n}")
+        result = asyncio.run(tool.run(json.loads(json.dumps(args)), context))
+        mine: dict[str, Any] = {"isError": result.is_error, "text": result.text_content}
+        counts = result.structured
+        if counts is not None:
+            mine["value"] = {
+                "todos": counts["todos"],
+                "counts": {
+                    "pending": counts["pending"],
+                    "inProgress": counts["in_progress"],
+                    "completed": counts["completed"],
+                },
+            }
+        results.append(mine)
+    written = [
+        normal(e.data["todos"])
+        for e in (session.events if session else ())
+        if e.type == "todo/write"
+    ]
+    return {**results[-1], "results": results, "written": written}
+
+
+def _same_error_text(theirs: str, mine: str) -> bool:
+    """An error's text, theirs (``message``) against ours: equal, or both schema messages."""
+    if theirs.startswith(_SCHEMA_PREFIX[0]):
+        return mine.startswith(_SCHEMA_PREFIX[1])
+    return theirs == mine
+
+
+def compare_todo_write(case: Mapping[str, Any]) -> list[str]:
+    """Our todo tool against the reference's answer (every call's verdict, the text the model
+    reads, the counts, what was written) and against what its test asserts (``expect``)."""
+    ref, mine = case["reference"], run_todo_write(case["job"])
+    found = []
+    for n, (theirs, ours_) in enumerate(zip(ref["results"], mine["results"], strict=True)):
+        if theirs["isError"] != ours_["isError"]:
+            found.append(f"call {n} isError: ts={theirs['isError']} py={ours_['isError']}")
+        elif theirs["isError"] and not _same_error_text(theirs["message"], ours_["text"]):
+            found.append(f"call {n} message: ts={theirs['message']!r} py={ours_['text']!r}")
+        elif not theirs["isError"]:
+            for key in ("text", "value"):
+                if normal(theirs[key]) != ours_[key]:
+                    found.append(f"call {n} {key}: ts={theirs[key]!r} py={ours_[key]!r}")
+    if normal(ref["written"]) != mine["written"]:
+        found.append(f"written: ts={ref['written']} py={mine['written']}")
+    found += _todo_expect(case.get("expect") or {}, ref, mine)
+    return found
+
+
+def _todo_expect(
+    expect: Mapping[str, Any], ref: Mapping[str, Any], mine: Mapping[str, Any]
+) -> list[str]:
+    found = []
+    message = mine["text"] if mine["isError"] else None
+    for key, wanted in expect.items():
+        if key == "same_as_ts":
+            for name in wanted:
+                theirs = ref.get(name)
+                got = message if name == "message" else mine.get(name)
+                if normal(theirs) != got:
+                    found.append(f"expect same {name}: ts={theirs!r} py={got!r}")
+        elif key == "text_contains":
+            if wanted not in mine["text"]:
+                found.append(f"expect text containing {wanted!r}: py={mine['text']!r}")
+        elif key == "written_last":
+            if not mine["written"] or mine["written"][-1] != normal(wanted):
+                found.append(f"expect written_last: py={mine['written']}")
+        elif normal(wanted) != mine.get(key):
+            found.append(f"expect {key}: {wanted!r} py={mine.get(key)!r}")
+    return found
+
+
+def compare_present_call(case: Mapping[str, Any]) -> list[str]:
+    """The tool's presentation: title, kind and the raw input, on the reference's keys (ours
+    has no ``card``: `present_call` gives ``{title, kind, raw_input}``)."""
+    from todo_sessions.tools.todo_write import TodoWriteTool
+
+    shown = TodoWriteTool().present_call(case["job"]["args"]) or {}
+    mine = {
+        "title": shown.get("title"),
+        "kind": shown.get("kind"),
+        "rawInput": shown.get("raw_input"),
+    }
+    view = case["reference"]["view"]
+    theirs = {key: view.get(key) for key in mine}
+    found = [] if normal(theirs) == normal(mine) else [f"view: ts={theirs} py={mine}"]
+    if view.get("card") != "generic":
+        found.append(f"card: ts={view.get('card')!r} (ours is always the generic one)")
+    return found
+
+
+# -- spec cases of crash repair ----------------------------------------------------------------
+
+
+def _closer_shapes(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
+    return [_closer_shape(e) for e in events]
+
+
+def compare_repair(case: Mapping[str, Any]) -> list[str]:
+    """Our closers against the reference's on a spec log: their shapes (type, seq, time, surface
+    marks, turn, step, error, source, block), what its test asserts (``expect``), and, as on
+    every log, that the reference's invariants accept log and closers when they accept the log,
+    and that our strict mode accepts the log with the reference's closers when it accepts ours
+    (README, ``repair-cross``)."""
+    events, parsed = _events_of(case["job"])
+    if events is None:
+        return [f"the log does not parse: {parsed.error}"]
+    mine = interrupted_turn_closers(events, session_id=SESSION_ID)
+    theirs, _ = parse_log({"events": case["reference"]["closers"]})
+    assert theirs is not None, case["id"]
+    found = []
+    if _closer_shapes(theirs) != _closer_shapes(mine):
+        found.append("closers: " + _first_difference(_closer_shapes(theirs), _closer_shapes(mine)))
+    found += _repair_expect(case.get("expect") or {}, mine)
+    if mine and reference_invariants_problem(events) is None:
+        problem = reference_invariants_problem([*events, *mine])
+        if problem:
+            found.append(f"the reference's invariants refuse our closers: {problem}")
+    if load([*events, *mine], strict=True)[1].ok:
+        verdict = load([*events, *theirs], strict=True)[1]
+        if not verdict.ok:
+            found.append(f"repair-cross: we refuse the reference's closers: {verdict.error}")
+    return found
+
+
+def _repair_expect(expect: Mapping[str, Any], closers: Sequence[SessionEvent]) -> list[str]:
+    found = []
+    texts = [
+        inner["text"]
+        for c in closers[:1]
+        if c.type == "tool/result"
+        for inner in c.data["message"]["content"][0]["content"]
+    ]
+    for key, wanted in expect.items():
+        if key == "closer_types":
+            got: Any = [c.type for c in closers]
+        elif key == "closer_seqs":
+            got = [c.seq for c in closers]
+        elif key == "closer_last":
+            got = {k: closers[-1].to_dict().get(k) for k in wanted} if closers else None
+        elif key == "closer0":
+            shape = _closer_shape(closers[0]) if closers else {}
+            got = {k: shape.get(k) for k in wanted}
+        elif key == "closer0_text":
+            got = texts[0] if texts else None
+        elif key == "closer0_text_contains":
+            missing = [part for part in wanted if not any(part in t for t in texts)]
+            if missing:
+                found.append(f"expect closer0 text containing {missing}: py={texts}")
+            continue
+        else:
+            found.append(f"expect {key}: not understood")
+            continue
+        if normal(wanted) != normal(got):
+            found.append(f"expect {key}: {wanted!r} py={got!r}")
+    return found
+
+
+if __name__ == "__main__":
+    differences = unjudged_differences()
+    rows = {row["id"]: row for row in logs()}
+    for d in differences:
+        print(f"{d.id} [{rows[d.id]['label']}] {d.kind}: {d.detail}")
+    print(f"{len(differences)} unjudged differences on logs", file=sys.stderr)
+    specs = [c for c in spec_cases() if c["op"] in SPEC_OPS and c["id"] not in SPEC_DELIBERATE]
+    differing = [(c["id"], found) for c in specs if (found := compare_spec_case(c))]
+    for case_id, found in differing:
+        print(f"{case_id}: {found}")
+    print(f"{len(differing)} of {len(specs)} compared spec cases differ", file=sys.stderr)
+
+
+# -- spec cases of the JSONL exchange ----------------------------------------------------------
+
+
+def compare_jsonl_exchange(case: Mapping[str, Any]) -> list[str]:
+    """The reference's file for the job's events imports here as those events, under its
+    header (its header line is the one we would write for it); the reference read the same
+    events back from the file (``readBack``)."""
+    from todo_sessions.jsonl import parse_lines, reference_header_line
+
+    ref, wanted = case["reference"], normal(case["job"]["events"])
+    lines = ref["file"].splitlines()
+    found = []
+    try:
+        header, events = parse_lines(lines)
+    except InvalidEventError as exc:
+        return [f"import refuses the reference's file: {exc}"]
+    if normal([e.to_dict() for e in events]) != wanted:
+        found.append(
+            "imported events: " + _first_difference(wanted, normal([e.to_dict() for e in events]))
+        )
+    if reference_header_line(header) != lines[0]:
+        found.append(f"header line: ts={lines[0]} py={reference_header_line(header)}")
+    back = ref["readBack"]
+    if not back["ok"] or normal(back["events"]) != wanted:
+        found.append(f"the reference's reading of the file: {str(back)[:200]}")
     return found

@@ -220,3 +220,68 @@ def test_item7_reference_types_are_known_and_their_fields_checked() -> None:
     assert "data.mode" in str(error)
     with pytest.raises(InvalidEventError, match="may not carry surfaceOp"):
         validate_event(SessionEvent("goal/change", 1, T, goal, surface_op="append"))
+
+
+# -- item 9: the store's crash repair closes a call of a closed step as the reference wants ----
+
+
+def _started_in_a_closed_step() -> list[SessionEvent]:
+    from logs import LogBuilder
+
+    b = LogBuilder()
+    b.turn_start()
+    b.user("go")
+    b.step_start()
+    b.assistant(calls=["c1"])
+    b.tool_call("c1")
+    b.step_end()  # the step closed without its result, then the process died
+    return b.events
+
+
+def test_item9_the_store_repairs_a_started_call_of_a_closed_step_as_the_reference_wants(
+    tmp_path: Any,
+) -> None:
+    from tests.conformance import reference_invariants_problem
+    from todo_sessions import SessionStore
+    from todo_sessions.core.checkpoint import fold
+
+    events = _started_in_a_closed_step()
+    assert reference_invariants_problem(events) is None
+
+    async def run() -> None:
+        async with SessionStore(f"sqlite:///{tmp_path}/s.db") as store:
+            for sid in ("load", "resume"):
+                await store.create(header(sid))
+                await store.append(sid, events)
+            await store.write_checkpoint("resume", fold(events))
+            inspected = await store.inspect("load")
+            loaded = await store.load("load")
+            resumed = await store.resume_state("resume")
+            assert resumed.from_checkpoint is not None  # closers_for, from the folded state
+            for closers in (inspected.closers, loaded.closers):
+                assert [c.type for c in closers] == [
+                    "step/start",
+                    "tool/result",
+                    "step/end",
+                    "turn/end",
+                ]
+                result = closers[1]
+                assert result.data["error"] == {
+                    "name": "ToolOutcomeUnknownError",
+                    "code": "TOOL_NOT_STARTED",
+                }
+                assert result.source_event_seqs == (events[-2].seq,)
+                assert reference_invariants_problem([*events, *closers]) is None
+                Session(header("load"), [*events, *closers], strict=True)
+            assert [c.to_dict() for c in resumed.closers] == [
+                {**c.to_dict(), "data": _renamed(c.data, "load", "resume")} for c in loaded.closers
+            ]
+            assert [e.to_dict() for e in (await store.read("load")).events[len(events) :]] == [
+                c.to_dict() for c in loaded.closers
+            ]
+
+    asyncio.run(run())
+
+
+def _renamed(data: Any, old: str, new: str) -> Any:
+    return json.loads(json.dumps(data).replace(f'"{old}:repair:', f'"{new}:repair:'))

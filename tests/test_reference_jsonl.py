@@ -207,3 +207,24 @@ def test_cli_export_format_reference(tmp_path: Path) -> None:
     )
     assert exported.exit_code == 0, exported.output
     assert _lines(out) == _lines(fixture)
+
+
+def test_cli_import_names_a_compressed_reference_file_and_reads_one_piped_in(
+    tmp_path: Path,
+) -> None:
+    """The reference stores session.jsonl.zstd by default: import says so (nothing written)
+    rather than "not UTF-8", and the decompressed file read from stdin imports."""
+    db = f"sqlite:///{tmp_path}/cli.db"
+    fixture = FIXTURES / "reference" / "v0-plain.jsonl"
+    packed = tmp_path / "session.jsonl.zstd"
+    packed.write_bytes(b"\x28\xb5\x2f\xfd\x24\x00\x01\x00\x00\x99" * 3)
+    runner = CliRunner()
+    refused = runner.invoke(main, ["--db", db, "import", str(packed)])
+    assert refused.exit_code != 0
+    assert "Zstandard-compressed" in refused.output
+    assert "zstd -dc FILE | todo-sessions import -" in refused.output
+    listed = runner.invoke(main, ["--db", db, "list", "--json"])
+    assert json.loads(listed.output) == [], listed.output
+    piped = runner.invoke(main, ["--db", db, "import", "-"], input=fixture.read_bytes())
+    assert piped.exit_code == 0, piped.output
+    assert "imported" in piped.output

@@ -997,6 +997,10 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest line ``import`` reads by default (64 MiB); ``--max-line-bytes`` changes it."""
 
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""How a Zstandard frame begins: the reference harness stores its session files so by default
+(``session.jsonl.zstd``, concatenated frames)."""
+
 
 def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str, None, None]:
     """The lines of ``file`` decoded as UTF-8 (``\n`` or ``\r\n`` ends a line), or
@@ -1008,6 +1012,13 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
         if not raw:
             return
         number += 1
+        if number == 1 and raw.startswith(_ZSTD_MAGIC):
+            raise InvalidEventError(
+                "line 1: the file is Zstandard-compressed (as the reference harness stores "
+                "session.jsonl.zstd by default); decompress it first: "
+                "zstd -dc FILE | todo-sessions import -",
+                field="line 1",
+            )
         body = raw.removesuffix(b"\n").removesuffix(b"\r")
         if len(body) > max_line:
             raise InvalidEventError(

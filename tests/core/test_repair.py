@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logs import T0, LogBuilder, LogPlan, build_plan, log_plans, text_of
 
+from tests.conformance import reference_invariants_problem
 from todo_sessions.core.catalog import validate_event
 from todo_sessions.core.envelope import SessionEvent
 from todo_sessions.core.messages import (
@@ -29,6 +30,7 @@ RETRY = (
 )
 UNKNOWN = {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
 NOT_STARTED = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+CLOSED_STEP = {"name": "ToolOutcomeUnknownError", "code": "TOOL_NOT_STARTED"}
 
 
 def unpaired_calls(messages: Sequence[Message]) -> list[str]:
@@ -60,13 +62,15 @@ def assert_closes(events: list[SessionEvent], closers: list[SessionEvent]) -> No
     assert all(c.time == events[-1].time for c in closers)
     assert unpaired_calls(derive_messages(repaired)) == []
     assert interrupted_turn_closers(repaired, session_id=SID) == []
+    if reference_invariants_problem(events) is None:  # issue 25, item 9
+        assert reference_invariants_problem(repaired) is None
 
 
 def _kinds(closers: list[SessionEvent]) -> list[str]:
     labels = []
     for c in closers:
         error = c.data.get("error") if c.type == "tool/result" else None
-        labels.append(f"{c.type}:{error['code']}" if error else c.type)
+        labels.append(f"{c.type}:{error['name']}" if error else c.type)
     return labels
 
 
@@ -140,14 +144,14 @@ CASES: list[tuple[Callable[[LogBuilder], None], list[str]]] = [
     (_open_turn_no_step, ["turn/end"]),
     (_open_step, ["step/end", "turn/end"]),
     (_between_steps, ["turn/end"]),
-    (_not_started, ["tool/result:TOOL_NOT_STARTED", "step/end", "turn/end"]),
-    (_started, ["tool/result:TOOL_OUTCOME_UNKNOWN", "step/end", "turn/end"]),
+    (_not_started, ["tool/result:ToolNotStartedError", "step/end", "turn/end"]),
+    (_started, ["tool/result:ToolOutcomeUnknownError", "step/end", "turn/end"]),
     (
         _mixed,
         [
-            "tool/result:TOOL_OUTCOME_UNKNOWN",
-            "tool/result:TOOL_NOT_STARTED",
-            "tool/result:TOOL_OUTCOME_UNKNOWN",
+            "tool/result:ToolOutcomeUnknownError",
+            "tool/result:ToolNotStartedError",
+            "tool/result:ToolOutcomeUnknownError",
             "step/end",
             "turn/end",
         ],
@@ -155,11 +159,11 @@ CASES: list[tuple[Callable[[LogBuilder], None], list[str]]] = [
     # a call of a closed step is answered inside a step of its own (issue 25, item 9)
     (
         _not_started_in_closed_step,
-        ["step/end", "step/start", "tool/result:TOOL_NOT_STARTED", "step/end", "turn/end"],
+        ["step/end", "step/start", "tool/result:ToolNotStartedError", "step/end", "turn/end"],
     ),
     (
         _started_in_closed_step,
-        ["step/start", "tool/result:TOOL_OUTCOME_UNKNOWN", "step/end", "turn/end"],
+        ["step/start", "tool/result:ToolOutcomeUnknownError", "step/end", "turn/end"],
     ),
 ]
 
@@ -229,12 +233,16 @@ def test_not_started_result_of_a_closed_step_gets_a_step_of_its_own() -> None:
     assert step_end.data == {"turn": 1, "step": 2}
     assert step_start.data == again.data == {"turn": 1, "step": 3}
     assert (result.data["turn"], result.data["step"]) == (1, 3)
+    assert result.data["error"] == NOT_STARTED
     closers = interrupted_turn_closers(b.events, session_id=SID)
     assert_closes(b.events, closers)
     assert reference_invariants_problem([*b.events, *closers]) is None
 
 
 def test_started_result_of_a_closed_step_gets_a_step_of_its_own() -> None:
+    """Issue 25, item 9, the corner: the call started (its tool/call is in the log) in a step
+    already closed. The reference's rules take a result outside its call's step only with
+    the code TOOL_NOT_STARTED; the name, the cited tool/call and the text keep the truth."""
     b = LogBuilder()
     _started_in_closed_step(b)
     b.step_start()  # step 2 open
@@ -242,7 +250,22 @@ def test_started_result_of_a_closed_step_gets_a_step_of_its_own() -> None:
     assert step_end.data == {"turn": 1, "step": 2}
     assert step_start.data == again.data == {"turn": 1, "step": 3}
     assert (result.data["turn"], result.data["step"]) == (1, 3)
-    assert_closes(b.events, interrupted_turn_closers(b.events, session_id=SID))
+    assert result.data["error"] == CLOSED_STEP
+    assert result.source_event_seqs == (b.tool_calls["c1"],)
+    assert RETRY in text_of(UserMessage.model_validate(result.data["message"]))
+    closers = interrupted_turn_closers(b.events, session_id=SID)
+    assert_closes(b.events, closers)
+    assert reference_invariants_problem([*b.events, *closers]) is None
+
+
+def test_started_result_of_a_closed_step_with_no_step_open() -> None:
+    """The same corner with the log ending right after the step/end."""
+    b = LogBuilder()
+    _started_in_closed_step(b)
+    step_start, result, step_end, _ = interrupted_turn_closers(b.events, session_id=SID)
+    assert step_start.data == step_end.data == {"turn": 1, "step": 2}
+    assert result.data["error"] == CLOSED_STEP
+    assert_closes(b.events, [step_start, result, step_end, _])
 
 
 def test_results_follow_call_order() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.factories import header
-from todo_sessions import InvalidEventError, Session
+from todo_sessions import InvalidEventError, Session, StructureError
 from todo_sessions.core.envelope import SessionEvent
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import SurfaceState, derive_messages, fold_surface
@@ -135,6 +135,31 @@ def test_content_only_rewrite_of_an_earlier_turn_is_accepted_in_strict_mode() ->
         source_event_seqs=prune["sourceEventSeqs"],
     )
     assert live.next_seq == 15
+
+
+def test_content_only_rewrite_in_the_same_turn_is_not_a_second_answer() -> None:
+    # Item 2, the other half: strict mode said "already has a result" to a rewrite of a result
+    # of the open turn. The rewrite is no answer: the call stays answered once, and a real
+    # second answer is still refused.
+    wires = _turn_with_call(0, 1, "c1")
+    wires.insert(6, _prune(6, 5, 1, "c1"))
+    for later in wires[7:]:
+        later["seq"] += 1
+    events = _events(wires)
+    check_structure(events)
+    session = Session(header(), events[:7], strict=True)
+    assert session.unanswered_calls() == ()
+    again = _result(7, 1, "c1", "again", surfaceOp="append", sourceEventSeqs=[4])
+    with pytest.raises(StructureError, match="already has a result"):
+        session.append(
+            "tool/result",
+            again["data"],
+            surface_op="append",
+            source_event_seqs=again["sourceEventSeqs"],
+        )
+    assert [m.to_wire()["content"][0].get("content") for m in session.derive_messages()][2] == [
+        {"type": "text", "text": "[pruned]"}
+    ]
 
 
 def test_rewrite_outside_any_turn_is_refused_in_strict_mode() -> None:

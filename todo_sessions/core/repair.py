@@ -28,6 +28,7 @@ from .envelope import SessionEvent
 from .structure import NOT_STARTED_CODE, OpenCall, StructureChecker
 
 __all__ = [
+    "CLOSED_STEP_ERROR",
     "NOT_STARTED_ERROR",
     "OUTCOME_UNKNOWN_ERROR",
     "closers_for",
@@ -39,6 +40,11 @@ OUTCOME_UNKNOWN_ERROR: dict[str, str] = {
     "code": "TOOL_OUTCOME_UNKNOWN",
 }
 NOT_STARTED_ERROR: dict[str, str] = {"name": "ToolNotStartedError", "code": NOT_STARTED_CODE}
+CLOSED_STEP_ERROR: dict[str, str] = {"name": "ToolOutcomeUnknownError", "code": NOT_STARTED_CODE}
+"""The error of a started call of a closed step, answered in a step of its own: the reference's
+turn/step rules accept a result without a ``tool/call`` in its step only with the code
+``TOOL_NOT_STARTED``; the name, the cited ``tool/call`` and the text say the outcome is
+unknown (docs/design.md, "Crash repair")."""
 
 _RETRY_ADVICE = (
     "retry only if the operation is read-only or idempotent; if it may have side effects, "
@@ -62,8 +68,13 @@ def _result_text(call: OpenCall) -> str:
     )
 
 
-def _closing_result(call: OpenCall, *, session_id: str, seq: int, time: int) -> SessionEvent:
+def _closing_result(
+    call: OpenCall, *, session_id: str, seq: int, time: int, closed_step: bool = False
+) -> SessionEvent:
     started = call.call_seq is not None
+    error = OUTCOME_UNKNOWN_ERROR if started else NOT_STARTED_ERROR
+    if started and closed_step:
+        error = CLOSED_STEP_ERROR
     data: dict[str, Any] = {
         "turn": call.turn,
         "step": call.step,
@@ -80,7 +91,7 @@ def _closing_result(call: OpenCall, *, session_id: str, seq: int, time: int) -> 
                 }
             ],
         },
-        "error": dict(OUTCOME_UNKNOWN_ERROR if started else NOT_STARTED_ERROR),
+        "error": dict(error),
     }
     return SessionEvent(
         "tool/result",
@@ -134,7 +145,9 @@ def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> 
         seq += 1
         for call in elsewhere:
             moved = replace(call, step=step["step"])
-            closers.append(_closing_result(moved, session_id=session_id, seq=seq, time=time))
+            closers.append(
+                _closing_result(moved, session_id=session_id, seq=seq, time=time, closed_step=True)
+            )
             seq += 1
         closers.append(SessionEvent("step/end", seq, time, step))
         seq += 1

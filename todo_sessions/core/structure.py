@@ -9,8 +9,9 @@ Rules (each violation raises `StructureError` with a short ``rule`` slug and the
 - ``step/end``, ``assistant/chunk``, ``assistant/message`` and ``tool/call`` name the open
   turn and step;
 - a ``tool/result`` answers a ``tool/call`` of the open turn and names that call's step (a repair
-  result, ``TOOL_OUTCOME_UNKNOWN``, may name the open step instead: crash repair answers a call
-  of a closed step inside a new step); a
+  result, ``TOOL_OUTCOME_UNKNOWN``, may name the open step instead: the closers of an earlier
+  version answered a call of a closed step so, inside a new step; today's use the code below,
+  as the reference's rules want); a
   synthetic "not started" result (``error.code == "TOOL_NOT_STARTED"``) only has to name the
   open turn;
 - a ``tool/result`` that replaces another (a content rewrite the surface rules checked, such
