@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,7 +151,6 @@ def big_batch(start: int, count: int) -> list[SessionEvent]:
 
 
 async def test_100k_event_round_trip(tmp_path: Path) -> None:
-    started = time.perf_counter()
     async with SessionStore(f"sqlite:///{tmp_path}/big.db", synchronous="NORMAL") as store:
         await store.create(header("big"))
         for start in range(0, BIG, 1000):
@@ -171,7 +169,6 @@ async def test_100k_event_round_trip(tmp_path: Path) -> None:
     assert len(exported) == BIG + 1
     assert again[1:] == exported[1:]
     assert again[0] == exported[0].replace('"id":"big"', '"id":"big-copy"', 1)
-    assert time.perf_counter() - started < 60  # ~10 s on a laptop; generous for slow CI
 
 
 # -- refusals: nothing is stored ------------------------------------------------------------------
