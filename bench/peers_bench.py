@@ -77,49 +77,16 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from store_bench import message, todo_write, tool_call  # the same payloads as bench/store_bench.py
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
 
 T0 = 1_764_000_000_000
 SEP = (",", ":")
-TEXT = (
-    "The fixture opens the database before the migration runs, so the first query sees no "
-    "tables; migrate first."
-)
 SIDES = ("limit", "store", "aiosqlite", "agents")
 COLUMNS = ("single", "batch100", "load", "todo", "tasks", "processes")
 
 # -- the workload -------------------------------------------------------------------------------
-
-
-def message(i: int) -> dict[str, Any]:
-    return {
-        "turn": 1 + i // 64,
-        "step": 1 + i % 64,
-        "message": {
-            "id": f"msg_{i:010d}",
-            "role": "assistant",
-            "content": [{"type": "text", "text": TEXT}],
-            "source": {"kind": "model", "provider": "anthropic", "model": "claude-sonnet-4"},
-        },
-    }
-
-
-def tool_call(i: int) -> dict[str, Any]:
-    args = {"path": "tests/conftest.py", "old": "db = open_db(url)", "new": "await migrate(url)"}
-    return {
-        "turn": 1 + i // 64,
-        "step": 1 + i % 64,
-        "callId": f"call_{i:010d}",
-        "name": "edit_file",
-        "arguments": json.dumps(args),
-    }
-
-
-def todo_write(i: int) -> dict[str, Any]:
-    done = i // 100 % 6
-    states = ["completed"] * done + ["in_progress"] + ["pending"] * (5 - done)
-    return {"todos": [{"content": f"task {k}", "status": s} for k, s in enumerate(states)]}
 
 
 Event = tuple[str, int, int, dict[str, Any], str | None]
