@@ -90,6 +90,8 @@ def header_from_row(row: Any) -> SessionHeader:
 
 
 def _surface_op(text: str) -> SurfaceOp:
+    if text == '"append"':  # what `event_row` writes for every appended surface row
+        return "append"
     op = parse_surface_op(decode_fast(text))  # InvalidEventError is a ValueError
     if op is None:
         raise ValueError(f"surface_op {text!r} is not a surface op")
