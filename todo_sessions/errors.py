@@ -51,6 +51,7 @@ __all__ = [
     "LeaseLostError",
     "NamespaceError",
     "SchemaError",
+    "SearchQueryError",
     "SeqConflictError",
     "SessionExistsError",
     "SessionLeasedError",
@@ -115,6 +116,18 @@ class InvalidEventError(TodoSessionsError, ValueError):
         self.seq = seq
         self.field = field
         super().__init__(message)
+
+
+class SearchQueryError(TodoSessionsError, ValueError):
+    """A `SessionStore.search` query this syntax does not accept (docs/design.md, "Search"):
+    ``problem`` says what, ``position`` (0-based, or None) where in ``query``."""
+
+    def __init__(self, query: str, problem: str, position: int | None = None) -> None:
+        self.query = query
+        self.problem = problem
+        self.position = position
+        where = "" if position is None else f" at character {position + 1}"
+        super().__init__(f"search query: {problem}{where}")
 
 
 class StructureError(TodoSessionsError):

@@ -72,6 +72,7 @@ class StoreCore:
         listen_url: str | URL | None = None,
         schema: str | None = None,
         table_prefix: str | None = None,
+        search_index: bool = True,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
@@ -94,6 +95,7 @@ class StoreCore:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
         self._clock = clock
+        self._search_index = bool(search_index)
         self._recorder: BackendRecorder | None = None
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}

@@ -434,6 +434,8 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
     check_batch_start(session_id, rows[0]["seq"], next_seq)
     args = _SQL.insert_events.args
     conn.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
+    if batch.search:
+        conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
     conn.execute(_SQL.update.sql, _SQL.update.args(params))
     projection = batch.projection
