@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
 from .finding import Finding
+from .leasing import Leasing
 from .results import PruneReport, SessionSummary
 
 __all__ = ["ARCHIVE_SUFFIX", "PRUNE_OWNER", "Retention", "archive_path"]
@@ -72,7 +73,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-class Retention(Finding):
+class Retention(Finding, Leasing):
     """`prune` of `SessionStore`."""
 
     async def _export_lines(self, session_id: str) -> AsyncIterator[str]:
@@ -218,6 +219,12 @@ class Retention(Finding):
             await self.delete(session_id)
         return path
 
+    async def _checkpoint_rows(self, session_id: str) -> list[tuple[int, int, int, int]]:
+        return await self._call(
+            f"reading checkpoints of session {session_id!r}",
+            lambda r: r.read_checkpoints(session_id),
+        )
+
     async def _checkpoints_to_thin(
         self, keep: int | None, tag: str | None, deleting: set[str], dry_run: bool
     ) -> int:
@@ -234,12 +241,7 @@ class Retention(Finding):
             for summary in page:
                 if summary.id in deleting:
                     continue
-                seqs = [
-                    c[0]
-                    for c in await self._call(
-                        "reading checkpoints", lambda r, sid=summary.id: r.read_checkpoints(sid)
-                    )
-                ]
+                seqs = [c[0] for c in await self._checkpoint_rows(summary.id)]
                 extra = len(seqs) - keep
                 if extra <= 0:
                     continue

@@ -61,7 +61,9 @@ def _pg_table(tables: Tables) -> Any:
 def insert_statement(tables: Tables, dialect_name: str) -> Any:
     """One index row: parameters ``session_id, seq, kind, body`` (PostgreSQL also ``words``,
     the row's folded words joined by spaces)."""
-    values = {name: sa.bindparam(name) for name in ("session_id", "seq", "kind", "body")}
+    values: dict[str, Any] = {
+        name: sa.bindparam(name) for name in ("session_id", "seq", "kind", "body")
+    }
     if dialect_name == "postgresql":
         doc = sa.func.to_tsvector(
             sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("words", sa.Text)
@@ -181,14 +183,14 @@ def search_page(
     )
     if conn.dialect.name == "sqlite":
         fts = ns.name(SEARCH_FTS)
-        matched = (
+        matched: Any = (
             sa.select(sa.literal_column("rowid"))
             .select_from(sa.table(fts))
             .where(sa.text(f"{fts} MATCH :q").bindparams(q=to_fts5(query)))
         )
         condition: Any = st.id.in_(matched)
     else:
-        doc = sa.literal_column(f"{tables.search_text.name}.doc")
+        doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
         tsquery = sa.func.to_tsquery(
             sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("q", to_tsquery(query))
         )
