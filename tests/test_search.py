@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import _fresh
 from sqlalchemy import text
 
 from todo_sessions import (
@@ -26,8 +27,6 @@ from todo_sessions.core.search import KINDS, parse_query, snippet, to_fts5, to_t
 from todo_sessions.integrity import verify_session
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-
-from conftest import _fresh
 
 
 @pytest.fixture(params=["sqlite-file", "postgres"])
