@@ -20,6 +20,7 @@
     ├── SchemaError                    the database is not migrated, or is not ours
     ├── NamespaceError (ValueError)    a schema or table prefix that is malformed, or
     │                                  that the backend does not take
+    ├── SearchQueryError (ValueError)  a search query the syntax does not accept
     ├── SessionLeasedError             resume() of a session another live owner holds
     ├── LeaseLostError                 a service's lease on a session was stolen or expired;
     │                                  its append wrote nothing
