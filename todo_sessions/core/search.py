@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,8 @@ _REFUSED = "()^{}"
 def fold(text: str) -> str:
     """Lowercased, diacritics removed (as FTS5's ``unicode61 remove_diacritics 2`` does; the
     PostgreSQL index is built from these words)."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -80,57 +82,67 @@ def words(text: str) -> list[str]:
 
 
 def _blocks(content: Any, kind: str) -> list[str]:
-    if not isinstance(content, Sequence) or isinstance(content, str):
+    # Payloads are decoded JSON (plain dicts and lists): checked by type, not by ABC.
+    if type(content) is not list:
         return []
-    return [
-        b["text"]
-        for b in content
-        if isinstance(b, Mapping) and b.get("type") == kind and isinstance(b.get("text"), str)
-    ]
+    out = []
+    for block in content:
+        if type(block) is dict and block.get("type") == kind:
+            text = block.get("text")
+            if type(text) is str:
+                out.append(text)
+    return out
 
 
 def _result_text(content: Any) -> list[str]:
     out: list[str] = []
-    if not isinstance(content, Sequence) or isinstance(content, str):
+    if type(content) is not list:
         return out
     for block in content:
-        if not isinstance(block, Mapping):
+        if type(block) is not dict:
             continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
+        kind = block.get("type")
+        if kind == "text" and type(block.get("text")) is str:
             out.append(block["text"])
-        elif block.get("type") == "tool-result":
+        elif kind == "tool-result":
             out += _result_text(block.get("content"))
     return out
 
 
+def _content(data: dict[str, Any]) -> Any:
+    message = data.get("message")
+    return message.get("content") if type(message) is dict else None
+
+
 def _extract(event_type: str, data: Any) -> Iterable[tuple[str, list[str]]]:
-    if not isinstance(data, Mapping):
+    if type(data) is not dict:
         return ()
-    if event_type == "user/message":
-        return (("user", _blocks(data.get("content"), "text")),)
     if event_type == "assistant/message":
-        message = data.get("message")
-        content = message.get("content") if isinstance(message, Mapping) else None
+        content = _content(data)
         return (
             ("assistant", _blocks(content, "text")),
             ("reasoning", _blocks(content, "reasoning")),
         )
+    if event_type == "user/message":
+        return (("user", _blocks(data.get("content"), "text")),)
     if event_type == "tool/call":
         parts = [data.get("name"), data.get("arguments")]
-        return (("tool_call", [p for p in parts if isinstance(p, str)]),)
+        return (("tool_call", [p for p in parts if type(p) is str]),)
     if event_type == "tool/result":
-        message = data.get("message")
-        content = message.get("content") if isinstance(message, Mapping) else None
-        texts = _result_text(content)
+        texts = _result_text(_content(data))
         error = data.get("error")
-        if isinstance(error, Mapping):
-            texts += [v for v in (error.get("name"), error.get("code")) if isinstance(v, str)]
+        if type(error) is dict:
+            texts += [v for v in (error.get("name"), error.get("code")) if type(v) is str]
         return (("tool_result", texts),)
     if event_type == "todo/write":
         todos = data.get("todos")
-        items = todos if isinstance(todos, list) else []
-        texts = [t["content"] for t in items if isinstance(t, Mapping) and "content" in t]
-        return (("todo", [t for t in texts if isinstance(t, str)]),)
+        items = todos if type(todos) is list else []
+        return (
+            (
+                "todo",
+                [t["content"] for t in items if type(t) is dict and type(t.get("content")) is str],
+            ),
+        )
     if event_type == "compaction/summary":
         return (("summary", _blocks(data.get("summary"), "text")),)
     return ()
@@ -141,17 +153,24 @@ def index_rows(session_id: str, seq: int, event_type: str, data: Any) -> list[di
     (``body``: the texts joined by newlines, at most `MAX_INDEXED_CHARS`)."""
     rows = []
     for kind, texts in _extract(event_type, data):
-        body = "\n".join(t for t in texts if t.strip())
-        if body:
+        if not texts:
+            continue
+        body = texts[0] if len(texts) == 1 else "\n".join(t for t in texts if t.strip())
+        if body and not body.isspace():
             rows.append(
                 {
                     "session_id": session_id,
                     "seq": seq,
                     "kind": kind,
-                    "body": body[:MAX_INDEXED_CHARS].replace("\x00", " "),
+                    "body": _clean(body),
                 }
             )
     return rows
+
+
+def _clean(body: str) -> str:
+    body = body if len(body) <= MAX_INDEXED_CHARS else body[:MAX_INDEXED_CHARS]
+    return body.replace("\x00", " ") if "\x00" in body else body
 
 
 INDEXED_TYPES = frozenset(

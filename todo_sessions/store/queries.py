@@ -11,7 +11,7 @@ from sqlalchemy import Boolean, Select, Table, Text, bindparam, case, false, sel
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
 from .schema import DEFAULT_TABLES, Tables
-from .search import insert_statement
+from .search import fts_insert, insert_statement, top_statement
 
 __all__ = [
     "DEFAULT_QUERIES",
@@ -239,6 +239,10 @@ class AppendStatements:
     insert_tag: Compiled
     insert_search: Compiled
     """One search index row (`search.insert_statement`)."""
+    search_top: Compiled
+    """SQLite: the highest index row id (before an append's rows)."""
+    index_search: Compiled
+    """SQLite: the FTS5 entries of the index rows above ``top`` (`search.fts_insert`)."""
 
 
 def compile_append(
@@ -262,6 +266,8 @@ def compile_append(
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
         insert_search=compiled(insert_statement(tables, dialect.name)),
+        search_top=compiled(top_statement(tables)),
+        index_search=compiled(fts_insert(tables)),
     )
 
 

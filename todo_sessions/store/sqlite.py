@@ -435,7 +435,7 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
     args = _SQL.insert_events.args
     conn.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
     if batch.search:
-        conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
+        _index(conn, batch, _SQL)
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
     conn.execute(_SQL.update.sql, _SQL.update.args(params))
     projection = batch.projection
@@ -445,6 +445,13 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
             conn.execute(_SQL.delete_tags.sql, (session_id,))
             conn.executemany(_SQL.insert_tag.sql, [(session_id, t) for t in projection.tags])
     return incarnation, revision + 1, next_seq + len(rows)
+
+
+def _index(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> None:
+    """The batch's search rows, then their FTS5 entries in one statement."""
+    top = conn.execute(_SQL.search_top.sql).fetchone()[0]
+    conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
+    conn.execute(_SQL.index_search.sql, (top,))
 
 
 def _close_writer(_conn: None, writer: _Writer) -> None:
