@@ -80,19 +80,25 @@ class Finding(Listing):
         tables, ns = self.namespace.tables, self.namespace
         after = None if before is None else before.index_id
 
-        def page(conn: Connection) -> list[dict[str, Any]]:
-            return index.search_page(conn, tables, ns, parsed, chosen, filters, limit, after)
+        def page(conn: Connection) -> tuple[list[dict[str, Any]], set[str]]:
+            rows = index.search_page(conn, tables, ns, parsed, chosen, filters, limit, after)
+            placed = {r["session_id"] for r in rows if r["type"] in _SURFACE_TYPES}
+            return rows, index.replacing_sessions(conn, tables, sorted(placed))
 
-        rows = await self._on_connection("searching sessions", page)
+        rows, replacing = await self._on_connection("searching sessions", page)
         surfaces: dict[str, frozenset[int]] = {}
         hits = []
         for row in rows:
             sid = row["session_id"]
             in_history: bool | None = None
             if row["type"] in _SURFACE_TYPES:
-                if sid not in surfaces:
-                    surfaces[sid] = await self._surface_seqs(sid)
-                in_history = row["seq"] in surfaces[sid]
+                # appended to the surface, and nothing in the session ever replaced anything:
+                # still on it; else the surface says (folded once per session of the page)
+                in_history = row["surface_op"] is not None
+                if in_history and sid in replacing:
+                    if sid not in surfaces:
+                        surfaces[sid] = await self._surface_seqs(sid)
+                    in_history = row["seq"] in surfaces[sid]
             text, marks = snippet(row["body"], parsed)
             hits.append(
                 SearchHit(

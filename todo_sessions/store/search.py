@@ -37,6 +37,7 @@ __all__ = [
     "fill_index",
     "fts_problems",
     "insert_statement",
+    "replacing_sessions",
     "search_page",
     "stored_rows",
 ]
@@ -169,6 +170,24 @@ def fts_problems(conn: Connection, ns: Namespace) -> list[str]:
     return []
 
 
+def replacing_sessions(conn: Connection, tables: Tables, session_ids: Sequence[str]) -> set[str]:
+    """Which of these sessions hold a surface replacement (a compaction, a prune, a
+    retraction): in the others every event appended to the surface is still on it."""
+    if not session_ids:
+        return set()
+    ev = tables.session_events.c
+    found = conn.execute(
+        sa.select(ev.session_id)
+        .where(
+            ev.session_id.in_(list(session_ids)),
+            ev.surface_op.is_not(None),
+            ev.surface_op != '"append"',
+        )
+        .distinct()
+    )
+    return {r[0] for r in found}
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     """The session filters of a search (those of `list`)."""
@@ -190,7 +209,7 @@ def search_page(
     before: int | None,
 ) -> list[dict[str, Any]]:
     """One page of hits, newest index row first, below row id ``before``: dicts of ``id,
-    session_id, seq, kind, body, title, type``."""
+    session_id, seq, kind, body, title, type, surface_op``."""
     st, se, ev, tg = (
         tables.search_text.c,
         tables.sessions.c,
@@ -212,7 +231,7 @@ def search_page(
         )
         condition = doc.op("@@")(tsquery)
     statement = (
-        sa.select(st.id, st.session_id, st.seq, st.kind, st.body, se.title, ev.type)
+        sa.select(st.id, st.session_id, st.seq, st.kind, st.body, se.title, ev.type, ev.surface_op)
         .join(tables.sessions, se.id == st.session_id)
         .join(tables.session_events, sa.and_(ev.session_id == st.session_id, ev.seq == st.seq))
         .where(condition, st.kind.in_(list(kinds)))
