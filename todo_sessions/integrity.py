@@ -138,7 +138,7 @@ async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     problems += verify_events(events, unreadable=bad)
     if not problems:
         problems += await verify_checkpoints(store, session_id, events)
-    if not unreadable:  # derived data: a stale index is a warning (`reindex` rebuilds it)
+    if not errors_of(problems):  # derived data: a stale index is a warning (`reindex`)
         problems += [
             Problem(None, "search-index", text, warning=True)
             for text in await store.search_index_problems(session_id, events)
