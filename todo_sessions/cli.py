@@ -22,7 +22,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import aclosing, closing, contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -1062,10 +1062,10 @@ def _maybe_gunzip(file: IO[bytes]) -> IO[bytes]:
     import gzip
     import io
 
-    buffered = file if isinstance(file, io.BufferedReader) else io.BufferedReader(file)  # type: ignore[arg-type]
+    buffered: Any = file if hasattr(file, "peek") else io.BufferedReader(cast(Any, file))
     if buffered.peek(2)[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
-    return buffered  # type: ignore[return-value]
+        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
+    return cast(IO[bytes], buffered)
 
 
 async def _import_verified(

@@ -11,7 +11,7 @@ from ..core.envelope import SessionEvent
 from ..core.search import DEFAULT_KINDS, KINDS, parse_query, snippet
 from ..errors import SessionNotFoundError
 from . import search as index
-from .listing import Listing
+from .listing import Listing, check_filters
 from .results import SearchHit
 from .translate import translate_errors
 
@@ -66,14 +66,7 @@ class Finding(Listing):
         chosen = _check_kinds(kinds)
         if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ValueError(f"limit must be an int from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}")
-        for name, ms in (("since", since), ("until", until)):
-            if ms is not None and type(ms) is not int:
-                raise TypeError(f"{name} must be an int (epoch ms), got {ms!r}")
-        for name, value in (("cwd", cwd), ("tag", tag)):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {value!r}")
-            if value is not None and "\x00" in value:
-                raise ValueError(f"{name} must not contain NUL characters")
+        check_filters(since, until, cwd=cwd, tag=tag)
         if before is not None and not isinstance(before, SearchHit):
             raise TypeError(f"before must be a SearchHit, got {type(before).__name__}")
         filters = index.SearchFilters(cwd, tag, since, until)

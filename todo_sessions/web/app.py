@@ -316,7 +316,9 @@ def create_app(
         before = (
             None if before_id is None else SearchHit("", None, 0, "", "", "", (), None, before_id)
         )
-        hits = await the_store.search(query, limit=limit, before=before, **filters)
+        hits = await the_store.search(
+            query, limit=limit, before=before, cwd=filters.get("cwd"), tag=filters.get("tag")
+        )
         more = None
         if len(hits) == limit:
             more = "/search?" + urlencode({"q": query, **filters, "before": hits[-1].index_id})
