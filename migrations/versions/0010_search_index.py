@@ -72,7 +72,7 @@ def upgrade() -> None:
             search, sa.Column("doc", postgresql.TSVECTOR(), nullable=False), schema=schema
         )
         op.create_index(f"ix_{search}_doc", search, ["doc"], postgresql_using="gin", schema=schema)
-    fill_index(bind, define_tables(ns.table_prefix, schema), ns)
+    fill_index(bind, define_tables(ns.table_prefix, schema))
 
 
 def downgrade() -> None:

@@ -70,11 +70,11 @@ class Finding(Listing):
         if before is not None and not isinstance(before, SearchHit):
             raise TypeError(f"before must be a SearchHit, got {type(before).__name__}")
         filters = index.SearchFilters(cwd, tag, since, until)
-        tables, ns = self.namespace.tables, self.namespace
+        tables = self.namespace.tables
         after = None if before is None else before.index_id
 
         def page(conn: Connection) -> tuple[list[dict[str, Any]], set[str]]:
-            rows = index.search_page(conn, tables, ns, parsed, chosen, filters, limit, after)
+            rows = index.search_page(conn, tables, parsed, chosen, filters, limit, after)
             placed = {r["session_id"] for r in rows if r["type"] in _SURFACE_TYPES}
             return rows, index.replacing_sessions(conn, tables, sorted(placed))
 
@@ -123,11 +123,11 @@ class Finding(Listing):
         """Rebuild the search index from the stored logs, in one transaction (the index is
         derived data: nothing else changes). Returns how many index rows it holds."""
         self._check_writable("rebuild the search index")
-        tables, ns = self.namespace.tables, self.namespace
+        tables = self.namespace.tables
 
         def rebuild(conn: Connection) -> int:
-            index.clear_index(conn, tables, ns)
-            return index.fill_index(conn, tables, ns)
+            index.clear_index(conn, tables)
+            return index.fill_index(conn, tables)
 
         return int(await self._on_connection("rebuilding the search index", rebuild, write=True))
 
@@ -137,11 +137,11 @@ class Finding(Listing):
         """What is wrong with the search index: of one session (its rows against its log;
         ``events``: the log already read), or with no id the index as a whole (SQLite: FTS5's
         check of its index against the rows). Empty: nothing. `reindex` repairs either."""
-        tables, ns = self.namespace.tables, self.namespace
+        tables = self.namespace.tables
         if session_id is None:
             return list(
                 await self._on_connection(
-                    "checking the search index", lambda c: index.fts_problems(c, ns), write=True
+                    "checking the search index", lambda c: index.fts_problems(c, tables), write=True
                 )
             )
         if events is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -25,9 +25,6 @@ from sqlalchemy.engine import Connection
 from ..core.jsonvalue import decode_fast
 from ..core.search import INDEXED_TYPES, SearchQuery, index_rows, to_fts5, to_tsquery, words
 from .schema import SEARCH_FTS, Tables
-
-if TYPE_CHECKING:
-    from .namespace import Namespace
 
 __all__ = [
     "SEARCH_CONFIG",
@@ -79,11 +76,15 @@ def top_statement(tables: Tables) -> Any:
     return sa.select(sa.func.coalesce(sa.func.max(tables.search_text.c.id), sa.literal_column("0")))
 
 
+def fts_name(tables: Tables) -> str:
+    """SQLite: the FTS5 table of these tables' namespace (its prefix and `SEARCH_FTS`)."""
+    return tables.search_text.name.removesuffix("search_text") + SEARCH_FTS
+
+
 def fts_insert(tables: Tables) -> Any:
     """SQLite: index the rows above id ``top`` in FTS5 (one statement for an append's rows;
     a trigger per row measured four times slower)."""
-    name = tables.search_text.name
-    fts = name.removesuffix("search_text") + SEARCH_FTS
+    name, fts = tables.search_text.name, fts_name(tables)
     return sa.text(
         f"INSERT INTO {fts}(rowid, body) SELECT id, body FROM {name} WHERE id > :top"
     ).bindparams(sa.bindparam("top", type_=sa.BigInteger))
@@ -111,15 +112,15 @@ def _insert(conn: Connection, tables: Tables, rows: list[dict[str, Any]]) -> Non
     conn.execute(insert_statement(tables, dialect), params)
 
 
-def clear_index(conn: Connection, tables: Tables, ns: Namespace) -> None:
+def clear_index(conn: Connection, tables: Tables) -> None:
     """Delete every index row (SQLite: and the FTS5 index)."""
     conn.execute(tables.search_text.delete())
     if conn.dialect.name == "sqlite":
-        fts = ns.name(SEARCH_FTS)
+        fts = fts_name(tables)
         conn.exec_driver_sql(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")
 
 
-def fill_index(conn: Connection, tables: Tables, ns: Namespace) -> int:
+def fill_index(conn: Connection, tables: Tables) -> int:
     """Index every stored session, oldest last activity first (so the newest sessions get the
     highest row ids, as appends would have given them); returns the rows written. The index
     must be empty (`clear_index`)."""
@@ -140,7 +141,7 @@ def fill_index(conn: Connection, tables: Tables, ns: Namespace) -> int:
             written, pending = written + len(pending), []
     _insert(conn, tables, pending)
     if conn.dialect.name == "sqlite":  # the triggers kept it; make it exact whatever came before
-        fts = ns.name(SEARCH_FTS)
+        fts = fts_name(tables)
         conn.exec_driver_sql(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
     return written + len(pending)
 
@@ -156,11 +157,11 @@ def stored_rows(conn: Connection, tables: Tables, session_id: str) -> list[dict[
     return [dict(r._mapping) for r in found]
 
 
-def fts_problems(conn: Connection, ns: Namespace) -> list[str]:
+def fts_problems(conn: Connection, tables: Tables) -> list[str]:
     """SQLite: FTS5's own check of the index against ``search_text``; what it reports."""
     if conn.dialect.name != "sqlite":
         return []
-    fts = ns.name(SEARCH_FTS)
+    fts = fts_name(tables)
     try:
         conn.exec_driver_sql(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
     except sa.exc.DBAPIError as exc:
@@ -201,7 +202,6 @@ class SearchFilters:
 def search_page(
     conn: Connection,
     tables: Tables,
-    ns: Namespace,
     query: SearchQuery,
     kinds: Sequence[str],
     filters: SearchFilters,
@@ -217,7 +217,7 @@ def search_page(
         tables.session_tags.c,
     )
     if conn.dialect.name == "sqlite":
-        fts = ns.name(SEARCH_FTS)
+        fts = fts_name(tables)
         matched: Any = (
             sa.select(sa.literal_column("rowid"))
             .select_from(sa.table(fts))
