@@ -42,6 +42,12 @@ def include_name_of(namespace: Namespace) -> Callable[[str | None, str, Mapping[
             return name in namespace.table_names and (
                 parent_names.get("schema_name") == namespace.schema
             )
+        # PostgreSQL's search column and its GIN index are outside the metadata (revision 0010)
+        search = namespace.name("search_text")
+        if type_ == "column" and parent_names.get("table_name") == search:
+            return name != "doc"
+        if type_ == "index":
+            return name != f"ix_{search}_doc"
         return True
 
     return include_name

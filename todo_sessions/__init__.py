@@ -33,6 +33,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "NamespaceError",
         "ProviderResponseError",
         "SchemaError",
+        "SearchQueryError",
         "SeqConflictError",
         "SessionExistsError",
         "SessionLeasedError",
@@ -93,7 +94,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".store.namespace": ("Namespace",),
     ".store.results": (
         "CheckpointInfo",
+        "PruneReport",
         "ResumedState",
+        "SearchHit",
         "SessionSummary",
         "SessionUsage",
         "StoredLog",
@@ -169,6 +172,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import NamespaceError as NamespaceError
     from .errors import ProviderResponseError as ProviderResponseError
     from .errors import SchemaError as SchemaError
+    from .errors import SearchQueryError as SearchQueryError
     from .errors import SeqConflictError as SeqConflictError
     from .errors import SessionExistsError as SessionExistsError
     from .errors import SessionLeasedError as SessionLeasedError
@@ -191,7 +195,9 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .store.migrate import migrate_on as migrate_on
     from .store.namespace import Namespace as Namespace
     from .store.results import CheckpointInfo as CheckpointInfo
+    from .store.results import PruneReport as PruneReport
     from .store.results import ResumedState as ResumedState
+    from .store.results import SearchHit as SearchHit
     from .store.results import SessionSummary as SessionSummary
     from .store.results import SessionUsage as SessionUsage
     from .store.results import StoredLog as StoredLog

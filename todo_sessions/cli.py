@@ -22,7 +22,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import aclosing, closing, contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from .store.leases import LeaseHolder
     from .store.migrate import migrate as run_migrate
     from .store.migrate import namespace_of
-    from .store.results import CheckpointInfo, SessionSummary, StoredLog
+    from .store.results import CheckpointInfo, SearchHit, SessionSummary, StoredLog
     from .store.store import SessionStore, default_url, wall_clock_ms
 
 
@@ -79,7 +79,7 @@ def _load_the_library() -> None:
     global Timeline, render_messages, render_timeline, render_todo_list, safe
     global parse_url, LeaseHolder, run_migrate, namespace_of, CheckpointInfo, SessionSummary
     global StoredLog, SessionStore, default_url, wall_clock_ms, SessionHeader, verify_events
-    global errors_of
+    global errors_of, SearchHit
     global ImportResult, parse_lines
     import asyncio
 
@@ -109,7 +109,7 @@ def _load_the_library() -> None:
     from .store.leases import LeaseHolder
     from .store.migrate import migrate as run_migrate
     from .store.migrate import namespace_of
-    from .store.results import CheckpointInfo, SessionSummary, StoredLog
+    from .store.results import CheckpointInfo, SearchHit, SessionSummary, StoredLog
     from .store.store import SessionStore, default_url, wall_clock_ms
 
 
@@ -396,6 +396,9 @@ MOMENT = _Moment()
 
 
 LIST_LIMIT = 50
+
+SEARCH_KINDS = ("user", "assistant", "reasoning", "tool_call", "tool_result", "todo", "summary")
+"""`core.search.KINDS` (spelled out: the library loads only when a command runs)."""
 
 
 def at_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -1048,7 +1051,9 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
 )
 @pass_ctx
 def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes: int) -> None:
-    """Import a JSONL export (validated completely before anything is written)."""
+    """Import a JSONL export, plain or gzipped (a `prune` archive), validated completely
+    before anything is written."""
+    file = _maybe_gunzip(file)
 
     async def work(store: SessionStore) -> Any:
         with ctx.progress("import", None) as advance:
@@ -1061,6 +1066,17 @@ def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes:
 
     result = ctx.run(work)
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
+
+
+def _maybe_gunzip(file: IO[bytes]) -> IO[bytes]:
+    """The file itself, or its decompressed content when it starts with gzip's magic."""
+    import gzip
+    import io
+
+    buffered: Any = file if hasattr(file, "peek") else io.BufferedReader(cast(Any, file))
+    if buffered.peek(2)[:2] == b"\x1f\x8b":
+        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
+    return cast(IO[bytes], buffered)
 
 
 async def _import_verified(
@@ -1222,6 +1238,192 @@ class _LogFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    return {
+        "sessionId": hit.session_id,
+        "title": hit.title,
+        "seq": hit.seq,
+        "kind": hit.kind,
+        "type": hit.event_type,
+        "snippet": hit.snippet,
+        "marks": [list(m) for m in hit.marks],
+        "inHistory": hit.in_history,
+        "indexId": hit.index_id,
+    }
+
+
+def _marked(hit: SearchHit) -> Text:
+    """The snippet with its matched words in bold (rich Text: never read as markup)."""
+    text = Text(safe(hit.snippet))
+    for start, end in hit.marks:
+        text.stylize("bold yellow", start, end)
+    return text
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--limit", type=COUNT, default=20, show_default=True, help="Hits per page.")
+@click.option("--before", "before_id", type=COUNT, help="Show the page after this index id.")
+@click.option("--cwd", metavar="PATH", help="Only sessions started in this directory.")
+@click.option("--tag", metavar="TAG", help="Only sessions with this tag.")
+@click.option("--since", type=MOMENT, help="Only sessions active at or after WHEN (as list).")
+@click.option("--until", type=MOMENT, help="Only sessions last active before WHEN (as list).")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(SEARCH_KINDS),
+    help="Search only this kind of text (repeatable; default: all but reasoning).",
+)
+@json_option
+@pass_ctx
+def search_cmd(
+    ctx: Context,
+    query: str,
+    limit: int,
+    before_id: int | None,
+    cwd: str | None,
+    tag: str | None,
+    since: int | None,
+    until: int | None,
+    kinds: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Search what was said in every session: words that must all occur, "a phrase",
+    prefix*, -excluded. Newest first."""
+
+    async def work(store: SessionStore) -> list[SearchHit]:
+        before = None
+        if before_id is not None:  # only its index id matters for paging
+            before = SearchHit("", None, 0, "", "", "", (), None, before_id)
+        return await store.search(
+            query,
+            cwd=cwd,
+            tag=tag,
+            since=since,
+            until=until,
+            kinds=kinds or None,
+            limit=limit,
+            before=before,
+        )
+
+    hits = ctx.run(work)
+    if as_json:
+        echo_json([_hit_json(h) for h in hits])
+        return
+    if not hits:
+        ctx.out.print("no matches")
+        return
+    for hit in hits:
+        where = f"{hit.session_id} seq {hit.seq} ({hit.kind}"
+        where += ", no longer in the model's history)" if hit.in_history is False else ")"
+        title = f" {hit.title}" if hit.title else ""
+        ctx.out.print(Text(safe(where), "bold") + Text(safe(title), "dim"))
+        ctx.out.print(Text("    ") + _marked(hit))
+    if len(hits) == limit:
+        more = ["--limit", str(limit)] if limit != 20 else []
+        for option, value in (("--cwd", cwd), ("--tag", tag)):
+            if value is not None:
+                more += [option, value]
+        for option, ms in (("--since", since), ("--until", until)):
+            if ms is not None:
+                more += [option, _iso(ms)]
+        for kind in kinds:
+            more += ["--kind", kind]
+        hint = ctx.hint("search", query, *more, "--before", str(hits[-1].index_id))
+        ctx.out.print(f"next page: {safe(hint)}", style="dim")
+
+
+@main.command("reindex")
+@pass_ctx
+def reindex_cmd(ctx: Context) -> None:
+    """Rebuild the search index from the stored logs (derived data: nothing else changes)."""
+    rows = ctx.run(lambda store: store.reindex())
+    ctx.out.print(f"search index rebuilt: {rows} row(s)")
+
+
+@main.command("prune")
+@click.option(
+    "--older-than",
+    "older_than",
+    metavar="AGE",
+    help="Sessions last active more than AGE ago: 30m, 12h, 90d, 2w.",
+)
+@click.option("--keep-last", type=_AtLeast(0, "a number >= 0", "N"), help="Keep the N newest.")
+@click.option("--tag", metavar="TAG", help="Only sessions with this tag.")
+@click.option(
+    "--archive",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the archives (<id>.jsonl.gz, the export); required to delete.",
+)
+@click.option(
+    "--keep-checkpoints",
+    type=_AtLeast(0, "a number >= 0", "N"),
+    help="Of every kept session, delete the checkpoints older than its newest N.",
+)
+@click.option("--dry-run", is_flag=True, help="Change nothing; list what would be done.")
+@json_option
+@pass_ctx
+def prune_cmd(
+    ctx: Context,
+    older_than: str | None,
+    keep_last: int | None,
+    tag: str | None,
+    archive: Path | None,
+    keep_checkpoints: int | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Archive, then delete, old sessions (never one with a live lease); each archive is
+    verified against the database before its session is deleted. `import` reads them back."""
+    age = None
+    if older_than is not None:
+        found = _AGO.match(older_than.strip())
+        if found is None:
+            raise UsageError(f"--older-than {older_than!r}: give a duration such as 90d or 12h")
+        age = int(found.group(1)) * _UNIT_MS[found.group(2)]
+    if age is None and keep_last is None and keep_checkpoints is None:
+        raise UsageError("give --older-than, --keep-last or --keep-checkpoints")
+    if (age is not None or keep_last is not None) and archive is None:
+        raise UsageError("--archive DIR is required: sessions are deleted only once archived")
+
+    report = ctx.run(
+        lambda store: store.prune(
+            older_than=age,
+            keep_last=keep_last,
+            tag=tag,
+            dry_run=dry_run,
+            archive=archive,
+            keep_checkpoints=keep_checkpoints,
+        )
+    )
+    if as_json:
+        echo_json(
+            {
+                "dryRun": report.dry_run,
+                "selected": list(report.selected),
+                "archived": dict(report.archived),
+                "deleted": list(report.deleted),
+                "skipped": list(report.leased),
+                "checkpointsDeleted": report.checkpoints_deleted,
+            }
+        )
+        return
+    verb = "would archive and delete" if dry_run else "archived and deleted"
+    done = report.selected if dry_run else report.deleted
+    for sid in done:
+        where = f" -> {report.archived[sid]}" if sid in report.archived else ""
+        ctx.out.print(f"{verb} {safe(sid)}{safe(where)}")
+    for sid in report.leased:
+        ctx.out.print(f"skipped {safe(sid)}: a live lease holds it", style="yellow")
+    count = len([s for s in done if s not in report.leased])
+    summary = f"{verb} {count} session(s)"
+    if keep_checkpoints is not None:
+        summary += f"; {'would delete' if dry_run else 'deleted'} "
+        summary += f"{report.checkpoints_deleted} checkpoint(s)"
+    ctx.out.print(summary)
 
 
 @main.command("acp")

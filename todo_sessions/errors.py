@@ -20,6 +20,7 @@
     ├── SchemaError                    the database is not migrated, or is not ours
     ├── NamespaceError (ValueError)    a schema or table prefix that is malformed, or
     │                                  that the backend does not take
+    ├── SearchQueryError (ValueError)  a search query the syntax does not accept
     ├── SessionLeasedError             resume() of a session another live owner holds
     ├── LeaseLostError                 a service's lease on a session was stolen or expired;
     │                                  its append wrote nothing
@@ -56,6 +57,7 @@ __all__ = [
     "LeaseLostError",
     "NamespaceError",
     "SchemaError",
+    "SearchQueryError",
     "SeqConflictError",
     "SessionExistsError",
     "SessionLeasedError",
@@ -121,6 +123,18 @@ class InvalidEventError(TodoSessionsError, ValueError):
         self.seq = seq
         self.field = field
         super().__init__(message)
+
+
+class SearchQueryError(TodoSessionsError, ValueError):
+    """A `SessionStore.search` query this syntax does not accept (docs/design.md, "Search"):
+    ``problem`` says what, ``position`` (0-based, or None) where in ``query``."""
+
+    def __init__(self, query: str, problem: str, position: int | None = None) -> None:
+        self.query = query
+        self.problem = problem
+        self.position = position
+        where = "" if position is None else f" at character {position + 1}"
+        super().__init__(f"search query: {problem}{where}")
 
 
 class StructureError(TodoSessionsError):

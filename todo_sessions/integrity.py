@@ -147,6 +147,11 @@ async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
     problems += verify_events(events, unreadable=bad)
     if not problems:
         problems += await verify_checkpoints(store, session_id, events)
+    if not errors_of(problems):  # derived data: a stale index is a warning (`reindex`)
+        problems += [
+            Problem(None, "search-index", text, warning=True)
+            for text in await store.search_index_problems(session_id, events)
+        ]
     if not problems and interrupted_turn_closers(events, session_id=session_id):
         problems.append(
             Problem(
@@ -164,6 +169,11 @@ async def verify_all(store: SessionStore) -> VerifyReport:
     (found in the sessions table or in the event rows)."""
     report = VerifyReport()
     report.database = [Problem(None, "database", line) for line in await store.check_database()]
+    if not store.read_only:  # FTS5's check is a write statement (it changes nothing)
+        report.database += [
+            Problem(None, "search-index", text, warning=True)
+            for text in await store.search_index_problems()
+        ]
     ids = [sid async for sid in store.session_ids()]
     known = set(ids)
     orphans = [sid async for sid in store.session_ids(source="events") if sid not in known]

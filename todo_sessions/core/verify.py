@@ -30,8 +30,9 @@ class Problem:
     an invalid stored todo list), ``format`` (an unknown, non-ignorable event type),
     ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
     ``orphan`` (events without a session row), ``lost`` (events the store acknowledged that
-    the database no longer has: `AcknowledgedEventsLostError`) and ``database`` (the
-    database's own check)."""
+    the database no longer has: `AcknowledgedEventsLostError`), ``database`` (the database's
+    own check) and ``search-index`` (a warning: the search index does not match the log;
+    ``reindex``)."""
     message: str
     warning: bool = False
     """A warning, not an error: the log is valid (it imports, and `VerifyReport.ok` holds), but

@@ -78,6 +78,7 @@ class StoreCore:
         read_url: str | URL | None = None,
         reconnect_timeout: float | None = None,
         replica_wait: float = 1.0,
+        search_index: bool = True,
     ) -> None:
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
@@ -107,6 +108,7 @@ class StoreCore:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
         self._clock = clock
+        self._search_index = bool(search_index)
         self._recorder: BackendRecorder | None = None
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}

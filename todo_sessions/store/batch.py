@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.envelope import SessionEvent
 from ..core.jsonvalue import canonical_json
 from ..core.meta import MetaChange, fold_title
+from ..core.search import INDEXED_TYPES, index_rows
 from ..errors import SeqConflictError
 from .leases import Lease
 
@@ -23,6 +25,7 @@ __all__ = [
     "check_batch_start",
     "new_session_values",
     "projection_of",
+    "search_rows",
 ]
 
 AppendOutcome = tuple[str, int, int]
@@ -69,7 +72,8 @@ class AppendBatch:
     ``sessions`` row of a pending (created, never appended) session, or None; ``now`` is the
     store clock's time for ``updated_at``; ``lease``, when given, is checked inside the append
     transaction (`leases.check`); ``projection``, when given, is applied after the events are
-    inserted (a batch without ``session/meta`` or ``todo/write`` events has none).
+    inserted (a batch without ``session/meta`` or ``todo/write`` events has none); ``search``
+    rows are written with the events (`search_rows`).
     """
 
     session_id: str
@@ -78,10 +82,21 @@ class AppendBatch:
     now: int
     lease: Lease | None = None
     projection: Projection | None = None
+    search: Sequence[dict[str, Any]] = ()
+    """The search index rows of the batch's events (`core.search.index_rows`)."""
 
     @property
     def first_seq(self) -> int:
         return int(self.rows[0]["seq"])
+
+
+def search_rows(session_id: str, events: Sequence[SessionEvent]) -> list[dict[str, Any]]:
+    """The search index rows of a batch (events of the indexed types only are looked at)."""
+    rows: list[dict[str, Any]] = []
+    for event in events:
+        if event.type in INDEXED_TYPES:
+            rows += index_rows(session_id, event.seq, event.type, event._data)
+    return rows
 
 
 def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:

@@ -16,7 +16,19 @@ from .retry import retry_on_conflict
 from .translate import translate_errors
 from .writing import Writing
 
-__all__ = ["Listing"]
+__all__ = ["Listing", "check_filters"]
+
+
+def check_filters(since: int | None, until: int | None, **texts: str | None) -> None:
+    """The filters `list` and `search` share: epoch ms ints, strings without NUL."""
+    for name, ms in (("since", since), ("until", until)):
+        if ms is not None and type(ms) is not int:
+            raise TypeError(f"{name} must be an int (epoch ms), got {ms!r}")
+    for name, value in texts.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {value!r}")
+        if value is not None and "\x00" in value:
+            raise ValueError(f"{name} must not contain NUL characters")
 
 
 class Listing(Writing):
@@ -133,14 +145,7 @@ class Listing(Writing):
         """
         if type(limit) is not int or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
-        for name, ms in (("since", since), ("until", until)):
-            if ms is not None and type(ms) is not int:
-                raise TypeError(f"{name} must be an int (epoch ms), got {ms!r}")
-        for name, value in (("cwd", cwd), ("tag", tag), ("parent", parent), ("text", text)):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {value!r}")
-            if value is not None and "\x00" in value:
-                raise ValueError(f"{name} must not contain NUL characters")
+        check_filters(since, until, cwd=cwd, tag=tag, parent=parent, text=text)
         if has_open_todos is not None and not isinstance(has_open_todos, bool):
             raise TypeError(f"has_open_todos must be a bool, got {has_open_todos!r}")
         filters = ListFilters(cwd, tag, since, until, parent, has_open_todos, text)

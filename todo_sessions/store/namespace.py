@@ -35,7 +35,15 @@ from .queries import (
     compile_writes,
 )
 from .reads import CompiledRead, compile_reads
-from .schema import DEFAULT_TABLES, TABLE_NAMES, VERSION_TABLE, Tables, define_tables
+from .schema import (
+    DEFAULT_TABLES,
+    FTS5_SHADOWS,
+    SEARCH_FTS,
+    TABLE_NAMES,
+    VERSION_TABLE,
+    Tables,
+    define_tables,
+)
 
 __all__ = [
     "DEFAULT",
@@ -203,6 +211,13 @@ class Namespace:
         """Our tables' names (prefixed; without the schema)."""
         return frozenset(self.table_prefix + name for name in TABLE_NAMES)
 
+    @property
+    def derived_names(self) -> frozenset[str]:
+        """Tables of ours outside the metadata: SQLite's FTS5 search index and its shadow
+        tables (revision 0010)."""
+        base = self.table_prefix + SEARCH_FTS
+        return frozenset(base + suffix for suffix in FTS5_SHADOWS)
+
     def name(self, base: str) -> str:
         """The name of our table (or trigger, index …) ``base`` here: prefixed."""
         return self.table_prefix + base
@@ -274,7 +289,11 @@ class Namespace:
         return (
             table_name is not None
             and schema == self.schema
-            and (table_name in self.table_names or table_name == self.version_table)
+            and (
+                table_name in self.table_names
+                or table_name == self.version_table
+                or table_name in self.derived_names
+            )
         )
 
     def include_name(self, name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:

@@ -71,6 +71,7 @@ from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import WITHOUT_SNAPSHOT, CompiledRead
 from .retry import until_reachable
+from .search import pg_values
 from .snapshots import SnapshotReads
 from .wakeups import LocalWakeups, Wait
 
@@ -696,6 +697,8 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
         check_batch_start(session_id, rows[0]["seq"], next_seq)
         args = _SQL.insert_events.args
         await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
+        if batch.search:
+            await _index(driver, batch, _SQL)
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)
         await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
         projection = batch.projection
@@ -706,6 +709,12 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
                 tags = [(session_id, t) for t in projection.tags]
                 await driver.executemany(_SQL.insert_tag.sql, tags)
     return incarnation, revision + 1, next_seq + len(rows)
+
+
+async def _index(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> None:
+    """The batch's search index rows, with their folded words for ``doc``."""
+    args = _SQL.insert_search.args
+    await driver.executemany(_SQL.insert_search.sql, [args(pg_values(r)) for r in batch.search])
 
 
 def _read_on(

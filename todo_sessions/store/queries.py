@@ -11,6 +11,7 @@ from sqlalchemy import Boolean, Select, Table, Text, bindparam, case, false, sel
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
 from .schema import DEFAULT_TABLES, Tables
+from .search import fts_insert, insert_statement, top_statement
 
 __all__ = [
     "DEFAULT_QUERIES",
@@ -236,6 +237,12 @@ class AppendStatements:
     projection: Compiled
     delete_tags: Compiled
     insert_tag: Compiled
+    insert_search: Compiled
+    """One search index row (`search.insert_statement`)."""
+    search_top: Compiled
+    """SQLite: the highest index row id (before an append's rows)."""
+    index_search: Compiled
+    """SQLite: the FTS5 entries of the index rows above ``top`` (`search.fts_insert`)."""
 
 
 def compile_append(
@@ -258,6 +265,9 @@ def compile_append(
         projection=compiled(queries.update_projection),
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
+        insert_search=compiled(insert_statement(tables, dialect.name)),
+        search_top=compiled(top_statement(tables)),
+        index_search=compiled(fts_insert(tables)),
     )
 
 

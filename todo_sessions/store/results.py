@@ -12,7 +12,9 @@ from ..core.header import SessionHeader
 
 __all__ = [
     "CheckpointInfo",
+    "PruneReport",
     "ResumedState",
+    "SearchHit",
     "SessionSummary",
     "SessionUsage",
     "StoredLog",
@@ -100,3 +102,41 @@ class CheckpointInfo:
     format_version: int
     created_at: int
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One match of `SessionStore.search`: event ``seq`` (of type ``event_type``) of session
+    ``session_id`` (its current ``title``), the indexed ``kind`` of text that matched, and a
+    ``snippet`` of it (plain text; ``marks`` are the ``(start, end)`` offsets of the matched
+    words in it; escape it before putting it in HTML).
+
+    ``in_history``: whether the event is still in the model's history (on the surface): False
+    for one a compaction or a retraction replaced (the log keeps it, so search finds it), None
+    for a log-only event (``tool/call``, ``todo/write``, ``compaction/summary``). Pass the
+    page's last hit as ``before=`` for the next page (``index_id`` is its place in the index).
+    """
+
+    session_id: str
+    title: str | None
+    seq: int
+    kind: str
+    event_type: str
+    snippet: str
+    marks: tuple[tuple[int, int], ...]
+    in_history: bool | None
+    index_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    """What `SessionStore.prune` did (or, with ``dry_run``, would do): the sessions selected,
+    those archived (each to its file in ``archives``), deleted, skipped because a live lease
+    holds them, and the checkpoints deleted."""
+
+    selected: tuple[str, ...]
+    archived: Mapping[str, str] = field(default_factory=dict)
+    deleted: tuple[str, ...] = ()
+    leased: tuple[str, ...] = ()
+    checkpoints_deleted: int = 0
+    dry_run: bool = False

@@ -35,12 +35,15 @@ from sqlalchemy import (
 __all__ = [
     "APPEND_ONLY_MESSAGE",
     "DEFAULT_TABLES",
+    "FTS5_SHADOWS",
     "NAMING_CONVENTION",
+    "SEARCH_FTS",
     "TABLE_NAMES",
     "VERSION_TABLE",
     "Tables",
     "define_tables",
     "metadata",
+    "search_text",
     "session_checkpoints",
     "session_events",
     "session_leases",
@@ -70,6 +73,7 @@ TABLE_NAMES = (
     "session_leases",
     "session_tags",
     "session_checkpoints",
+    "search_text",
 )
 """Our tables' names in the default namespace (a prefix goes in front of each)."""
 
@@ -85,6 +89,13 @@ class Tables:
     session_leases: Table
     session_tags: Table
     session_checkpoints: Table
+    search_text: Table
+
+
+SEARCH_FTS = "search_fts"
+"""SQLite's FTS5 index over ``search_text`` (external content), created by revision 0010."""
+FTS5_SHADOWS = ("", "_data", "_idx", "_docsize", "_config")
+"""The FTS5 table and its shadow tables (suffixes of `SEARCH_FTS`)."""
 
 
 def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
@@ -225,6 +236,25 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         PrimaryKeyConstraint("session_id", "seq"),
         CheckConstraint("seq > 0", name="seq_positive"),
     )
+    # The search index (`core.search`): derived from the log at each append, rebuilt by
+    # `reindex`. Rows go with their session. PostgreSQL adds a ``doc tsvector`` column with a
+    # GIN index, SQLite an FTS5 table over ``body`` (revision 0010; not in this metadata).
+    search_text = Table(
+        f"{prefix}search_text",
+        metadata,
+        Column("id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+        Column(
+            "session_id",
+            String(200),
+            ForeignKey(sessions.c.id, ondelete="CASCADE"),
+            nullable=False,
+        ),
+        Column("seq", BigInteger, nullable=False),
+        Column("kind", String(20), nullable=False),
+        Column("body", Text, nullable=False),
+        PrimaryKeyConstraint("id"),
+        Index(None, "session_id", "seq"),
+    )
     return Tables(
         metadata,
         sessions,
@@ -233,6 +263,7 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         session_leases,
         session_tags,
         session_checkpoints,
+        search_text,
     )
 
 
@@ -246,3 +277,4 @@ store_state = DEFAULT_TABLES.store_state
 session_leases = DEFAULT_TABLES.session_leases
 session_tags = DEFAULT_TABLES.session_tags
 session_checkpoints = DEFAULT_TABLES.session_checkpoints
+search_text = DEFAULT_TABLES.search_text

@@ -523,6 +523,8 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
     rows = batch.rows
     check_batch_start(session_id, rows[0]["seq"], next_seq)
     conn.executemany(_SQL.insert_events.sql, map(_row_getter(_SQL.insert_events.names), rows))
+    if batch.search:
+        _index(conn, batch, _SQL)
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
     conn.execute(_SQL.update.sql, _SQL.update.args(params))
     projection = batch.projection
@@ -539,6 +541,13 @@ def _row_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[A
     """An event row's statement parameters in one C call (``Compiled.args`` of a row, without
     a generator per row); one per namespace's column order, which the code fixes."""
     return operator.itemgetter(*names)  # type: ignore[return-value]
+
+
+def _index(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> None:
+    """The batch's search rows, then their FTS5 entries in one statement."""
+    top = conn.execute(_SQL.search_top.sql).fetchone()[0]
+    conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
+    conn.execute(_SQL.index_search.sql, (top,))
 
 
 def _close_writer(_conn: None, writer: _Writer) -> None:

@@ -4,7 +4,8 @@ The store is a facade of a backend's recorder (`recorder.Recorder`, the contract
 code that talks to the database) with what is the same on every backend, in one module per
 concern: lifecycle (`base`), reading and projections (`reading`), the validated append
 (`writing`), leases (`leasing`), checkpoints, resume, crash repair and fork (`repair`), paged
-streams and follow (`streams`), listing and metadata (`listing`); the retry on a seq conflict is
+streams and follow (`streams`), listing and metadata (`listing`), search (`finding`),
+retention (`retention`); the retry on a seq conflict is
 `retry`. It returns values (`SessionEvent`, `StoredLog`, `SessionSummary`), never rows or
 connections, and translates every driver exception at this boundary (`translate_errors`). See
 docs/design.md, "The store contract".
@@ -13,15 +14,16 @@ docs/design.md, "The store contract".
 from __future__ import annotations
 
 from .base import default_url, wall_clock_ms
+from .finding import Finding
 from .leasing import Leasing
-from .listing import Listing
 from .repair import Repair
+from .retention import Retention
 from .streams import Streams
 
 __all__ = ["SessionStore", "default_url", "wall_clock_ms"]
 
 
-class SessionStore(Listing, Repair, Streams, Leasing):
+class SessionStore(Retention, Finding, Repair, Streams, Leasing):
     """The append-only session log.
 
     ``SessionStore(url)`` takes a SQLAlchemy-style URL (``sqlite:///path``,
@@ -50,4 +52,8 @@ class SessionStore(Listing, Repair, Streams, Leasing):
     ``table_prefix="agent_"`` (SQLite) prefixes every name. The URL parameters ``?schema=`` /
     ``?table_prefix=`` do the same (the keyword and the URL must agree). A malformed name, or
     the other backend's option, is a `NamespaceError`.
+
+    ``search_index=False`` appends without writing the search index (docs/design.md,
+    "Search"): `search` then misses what was appended, `verify` reports the index stale and
+    `reindex` rebuilds it.
     """

@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -60,6 +60,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import (
     InvalidEventError,
+    SearchQueryError,
     SessionExistsError,
     SessionNotFoundError,
     StructureError,
@@ -68,11 +69,12 @@ from ..errors import (
 from ..jsonl import export_lines
 from ..jsonout import dumps, escape_controls
 from ..redact import mask_url
-from ..store.results import SessionSummary
+from ..store.results import SearchHit, SessionSummary
 from ..store.store import SessionStore
 from . import views
 from .render import (
     api_url,
+    hit_url,
     list_url,
     render,
     render_messages,
@@ -89,6 +91,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 LIST_LIMIT = 50
 MAX_LIST_LIMIT = 500
+SEARCH_LIMIT = 20
 
 HEARTBEAT_SECONDS = 15.0
 """A comment line on an idle event stream, so a closed browser tab is noticed."""
@@ -300,6 +303,74 @@ def create_app(
             first_url=list_url(filters, limit=keep),
         )
 
+    async def search_hits(
+        request: Request,
+    ) -> tuple[str, dict[str, str], list[SearchHit], str | None]:
+        """The query, filters and page of a search request, and the next page's URL; a
+        malformed query is a `SearchQueryError` (the callers show its message)."""
+        params = request.query_params
+        query = params.get("q", "")
+        filters = {k: params[k] for k in ("cwd", "tag") if params.get(k)}
+        limit = min(_int(request, "limit", SEARCH_LIMIT, low=1) or SEARCH_LIMIT, MAX_LIST_LIMIT)
+        before_id = _int(request, "before", None, low=1)
+        before = (
+            None if before_id is None else SearchHit("", None, 0, "", "", "", (), None, before_id)
+        )
+        hits = await the_store.search(
+            query, limit=limit, before=before, cwd=filters.get("cwd"), tag=filters.get("tag")
+        )
+        more = None
+        if len(hits) == limit:
+            more = "/search?" + urlencode({"q": query, **filters, "before": hits[-1].index_id})
+        return query, filters, hits, more
+
+    async def search_page(request: Request) -> Response:
+        try:
+            query, filters, hits, more = await search_hits(request)
+        except SearchQueryError as exc:
+            params = request.query_params
+            return page(
+                "search.html",
+                400,
+                query=params.get("q", ""),
+                error=str(exc),
+                hits=[],
+                cwd=params.get("cwd"),
+                tag=params.get("tag"),
+                next_url=None,
+            )
+        return page(
+            "search.html",
+            query=query,
+            hits=hits,
+            error=None,
+            next_url=more,
+            cwd=filters.get("cwd"),
+            tag=filters.get("tag"),
+        )
+
+    async def api_search(request: Request) -> Response:
+        try:
+            _, _, hits, more = await search_hits(request)
+        except SearchQueryError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        found = [
+            {
+                "sessionId": h.session_id,
+                "title": h.title,
+                "seq": h.seq,
+                "kind": h.kind,
+                "type": h.event_type,
+                "snippet": h.snippet,
+                "marks": [list(m) for m in h.marks],
+                "inHistory": h.in_history,
+                "indexId": h.index_id,
+                "url": hit_url(h.session_id, h.seq),
+            }
+            for h in hits
+        ]
+        return JSONResponse({"hits": found, "next": more})
+
     async def open_session(request: Request) -> Response:
         session_id = request.query_params.get("id", "").strip()
         if not session_id:
@@ -490,6 +561,8 @@ def create_app(
         Route("/", sessions_page),
         Route("/favicon.ico", no_icon),
         Route("/open", open_session),
+        Route("/search", search_page),
+        Route("/api/search", api_search),
         Route("/api/sessions", api_sessions),
         Route("/api/sessions/{session_id:path}/state", api_state),
         Route("/api/sessions/{session_id:path}/timeline", api_timeline),

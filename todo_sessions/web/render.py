@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup, escape
 
 from .views import ListFilters, Row, State, when
 
@@ -58,6 +59,24 @@ def children_url(session_id: str) -> str:
     return list_url(ListFilters(parent=session_id))
 
 
+def hit_url(session_id: str, seq: int) -> str:
+    """The session opened at a search hit's seq, scrolled to its row."""
+    return f"{session_url(session_id, at=seq)}#seq-{seq}"
+
+
+def snippet_html(snippet: str, marks: Any) -> Markup:
+    """A search snippet as HTML: every piece escaped, the matched words in ``<mark>``."""
+    out, at = [], 0
+    for start, end in marks:
+        if start < at or end > len(snippet):
+            continue
+        out += [escape(snippet[at:start]), Markup("<mark>"), escape(snippet[start:end])]
+        out.append(Markup("</mark>"))
+        at = end
+    out.append(escape(snippet[at:]))
+    return Markup("").join(out)
+
+
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -72,6 +91,8 @@ def _env() -> Environment:
         list_url=list_url,
         tag_url=tag_url,
         children_url=children_url,
+        hit_url=hit_url,
+        snippet_html=snippet_html,
     )
     return env
 

@@ -1,0 +1,163 @@
+"""Full-text search of every session, and the index behind it (`search`, `reindex`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from ..core.envelope import SessionEvent
+from ..core.search import DEFAULT_KINDS, KINDS, parse_query, snippet
+from ..errors import SessionNotFoundError
+from . import search as index
+from .listing import Listing, check_filters
+from .results import SearchHit
+from .translate import translate_errors
+
+__all__ = ["Finding"]
+
+MAX_SEARCH_LIMIT = 1000
+
+
+def _check_kinds(kinds: Iterable[str] | None) -> tuple[str, ...]:
+    if kinds is None:
+        return DEFAULT_KINDS
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    chosen = tuple(dict.fromkeys(kinds))
+    unknown = [k for k in chosen if k not in KINDS]
+    if unknown or not chosen:
+        raise ValueError(f"kinds must be among {', '.join(KINDS)}; got {list(chosen)!r}")
+    return chosen
+
+
+class Finding(Listing):
+    """`search`, `reindex` and the index's own check (`search_index_problems`)."""
+
+    async def _on_connection(self, what: str, fn: Any, *, write: bool = False) -> Any:
+        recorder = await self._ready()
+        with translate_errors(what):
+            return await recorder.run_maintenance(fn, write=write)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        tag: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int = 20,
+        before: SearchHit | None = None,
+    ) -> list[SearchHit]:
+        """Events whose text matches ``query``, newest first (the order the index received
+        them: appends in their order; `reindex` and the migration by session activity).
+
+        Syntax (docs/design.md, "Search"): words that must all occur, ``"a phrase"``,
+        ``prefix*``, ``-excluded``; anything else, an unbalanced quote, a boolean operator, a
+        query over 1,000 characters, is a `SearchQueryError` naming the problem. ``kinds``:
+        which texts (`core.search.KINDS`; default all but ``reasoning``). ``cwd``, ``tag``,
+        ``since``, ``until``: the session filters of `list`. Pass the last hit of a page as
+        ``before`` for the next one.
+        """
+        parsed = parse_query(query)
+        chosen = _check_kinds(kinds)
+        if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise ValueError(f"limit must be an int from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}")
+        check_filters(since, until, cwd=cwd, tag=tag)
+        if before is not None and not isinstance(before, SearchHit):
+            raise TypeError(f"before must be a SearchHit, got {type(before).__name__}")
+        filters = index.SearchFilters(cwd, tag, since, until)
+        tables = self.namespace.tables
+        after = None if before is None else before.index_id
+
+        def page(conn: Connection) -> tuple[list[dict[str, Any]], set[str]]:
+            rows = index.search_page(conn, tables, parsed, chosen, filters, limit, after)
+            placed = {r["session_id"] for r in rows if r["type"] in _SURFACE_TYPES}
+            return rows, index.replacing_sessions(conn, tables, sorted(placed))
+
+        rows, replacing = await self._on_connection("searching sessions", page)
+        surfaces: dict[str, frozenset[int]] = {}
+        hits = []
+        for row in rows:
+            sid = row["session_id"]
+            in_history: bool | None = None
+            if row["type"] in _SURFACE_TYPES:
+                # appended to the surface, and nothing in the session ever replaced anything:
+                # still on it; else the surface says (folded once per session of the page)
+                in_history = row["surface_op"] is not None
+                if in_history and sid in replacing:
+                    if sid not in surfaces:
+                        surfaces[sid] = await self._surface_seqs(sid)
+                    in_history = row["seq"] in surfaces[sid]
+            text, marks = snippet(row["body"], parsed)
+            hits.append(
+                SearchHit(
+                    sid,
+                    row["title"],
+                    row["seq"],
+                    row["kind"],
+                    row["type"],
+                    text,
+                    marks,
+                    in_history,
+                    row["id"],
+                )
+            )
+        return hits
+
+    async def _surface_seqs(self, session_id: str) -> frozenset[int]:
+        try:
+            found = await self._call(
+                f"reading the surface of session {session_id!r}",
+                lambda r: r.read_surface_state(session_id, None),
+            )
+        except SessionNotFoundError:  # deleted since the page was read
+            return frozenset()
+        self._skipped(session_id, found.skipped)
+        return frozenset(found.state.surface.seqs)
+
+    async def reindex(self) -> int:
+        """Rebuild the search index from the stored logs, in one transaction (the index is
+        derived data: nothing else changes). Returns how many index rows it holds."""
+        self._check_writable("rebuild the search index")
+        tables = self.namespace.tables
+
+        def rebuild(conn: Connection) -> int:
+            index.clear_index(conn, tables)
+            return index.fill_index(conn, tables)
+
+        return int(await self._on_connection("rebuilding the search index", rebuild, write=True))
+
+    async def search_index_problems(
+        self, session_id: str | None = None, events: Sequence[SessionEvent] | None = None
+    ) -> list[str]:
+        """What is wrong with the search index: of one session (its rows against its log;
+        ``events``: the log already read), or with no id the index as a whole (SQLite: FTS5's
+        check of its index against the rows). Empty: nothing. `reindex` repairs either."""
+        tables = self.namespace.tables
+        if session_id is None:
+            return list(
+                await self._on_connection(
+                    "checking the search index", lambda c: index.fts_problems(c, tables), write=True
+                )
+            )
+        if events is None:
+            events = list((await self.read(session_id)).events)
+        expected = index.expected_rows(session_id, ((e.seq, e.type, e._data) for e in events))
+        stored = await self._on_connection(
+            f"reading the search index of session {session_id!r}",
+            lambda c: index.stored_rows(c, tables, session_id),
+        )
+        if stored == expected:
+            return []
+        return [
+            f"the search index is stale ({len(stored)} row(s) stored, {len(expected)} expected "
+            "from the log): run `todo-sessions reindex`"
+        ]
+
+
+_SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+"""Indexed types that are on the surface (the model's history) unless replaced."""

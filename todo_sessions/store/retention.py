@@ -1,0 +1,260 @@
+"""Retention: delete old sessions after archiving each one, and thin out checkpoints (`prune`).
+
+The algorithm (docs/design.md, "Retention"), one session at a time:
+
+1. select by last activity (``updated_at``): older than ``older_than``, and/or beyond the
+   ``keep_last`` most recently active, with ``tag`` if given; a session with a live lease of
+   another owner is skipped;
+2. take the session's lease (owner `PRUNE_OWNER`), so a service cannot take it over meanwhile
+   and a service's append under its older lease is refused (fencing);
+3. write its JSONL export (exactly what ``todo-sessions export`` writes) gzipped to
+   ``<archive>/<id>.jsonl.gz.tmp``, fsync it, rename it to ``<id>.jsonl.gz``, fsync the
+   directory; an archive already there (a run that crashed after writing it) is reused when
+   it verifies;
+4. verify: decompress the file and compare it line by line with a fresh export from the
+   database, and check that the session's revision did not move since;
+5. only then delete it through `delete` (one transaction: its events, tags, checkpoints,
+   index rows and lease go together).
+
+A crash anywhere leaves the session in the database (steps 1-4) or deleted with a verified
+archive (after 5): the next run resumes, reusing the archive. Nothing else is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import gzip
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy.engine import Connection
+
+from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
+from .finding import Finding
+from .leasing import Leasing
+from .results import PruneReport, SessionSummary
+
+__all__ = ["ARCHIVE_SUFFIX", "PRUNE_OWNER", "Retention", "archive_path"]
+
+PRUNE_OWNER = "todo-sessions-prune"
+"""The lease owner a prune holds a session under while it archives and deletes it."""
+ARCHIVE_SUFFIX = ".jsonl.gz"
+_PRUNE_LEASE_TTL = 300.0
+
+
+def archive_path(directory: str | os.PathLike[str], session_id: str) -> Path:
+    """Where `prune` archives a session: ``<directory>/<id>.jsonl.gz`` (the id
+    percent-encoded where it is not a plain file name)."""
+    name = quote(session_id, safe="-_.")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    return Path(directory) / f"{name}{ARCHIVE_SUFFIX}"
+
+
+def _duration_ms(older_than: Any) -> int:
+    if isinstance(older_than, datetime.timedelta):
+        return int(older_than.total_seconds() * 1000)
+    if type(older_than) is int and older_than >= 0:
+        return older_than
+    raise TypeError(f"older_than must be a timedelta or an int of ms >= 0, got {older_than!r}")
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name == "nt":  # no directory handles to fsync there
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Retention(Finding, Leasing):
+    """`prune` of `SessionStore`."""
+
+    async def _export_lines(self, session_id: str) -> AsyncIterator[str]:
+        # The default export, as `todo-sessions export` writes it (its lines, control
+        # characters escaped, one per line). The JSONL module sits beside the store's facade.
+        from ..jsonl import export_lines
+        from ..jsonout import escape_controls
+
+        async for line in export_lines(self, session_id):  # type: ignore[arg-type]
+            yield escape_controls(line) + "\n"
+
+    async def _archive_matches(self, path: Path, session_id: str) -> bool:
+        """Whether ``path`` decompresses to exactly the session's export now."""
+        try:
+            with gzip.open(path, "rt", encoding="utf-8", newline="") as archived:
+                async for line in self._export_lines(session_id):
+                    if archived.readline() != line:
+                        return False
+                return archived.read(1) == ""
+        except (OSError, EOFError, UnicodeDecodeError):  # truncated or damaged: write again
+            return False
+
+    async def _write_archive(self, path: Path, session_id: str) -> None:
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as raw:  # noqa: ASYNC230 (local writes, streamed)
+            # mtime 0 and no file name: the same session always gives the same bytes
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+                async for line in self._export_lines(session_id):
+                    packed.write(line.encode("utf-8"))
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(temporary, path)
+        _fsync_dir(path.parent)
+
+    async def _selected(
+        self, older_than: int | None, keep_last: int | None, tag: str | None, now: int
+    ) -> list[SessionSummary]:
+        chosen: list[SessionSummary] = []
+        before: SessionSummary | None = None
+        position = 0
+        while True:
+            page = await self.list(limit=500, before=before, tag=tag)
+            for summary in page:
+                position += 1
+                if keep_last is not None and position <= keep_last:
+                    continue
+                if older_than is not None and summary.updated_at >= now - older_than:
+                    continue
+                chosen.append(summary)
+            if len(page) < 500:
+                return chosen
+            before = page[-1]
+
+    async def prune(
+        self,
+        *,
+        older_than: datetime.timedelta | int | None = None,
+        keep_last: int | None = None,
+        tag: str | None = None,
+        dry_run: bool = False,
+        archive: str | os.PathLike[str] | None = None,
+        keep_checkpoints: int | None = None,
+    ) -> PruneReport:
+        """Archive, then delete, the sessions last active more than ``older_than`` ago
+        (a `datetime.timedelta`, or ms) and/or beyond the ``keep_last`` most recently active
+        (both given: both must hold), only those with ``tag`` if given; never one with a live
+        lease. Each is written to ``archive`` (a directory) as its gzipped JSONL export,
+        fsynced and verified against the database before it is deleted, one session per
+        transaction (module docstring: the algorithm and why a crash loses nothing).
+
+        ``keep_checkpoints=N``: of every session kept (with ``tag``, if given), delete the
+        checkpoints older than its newest N (derived data: nothing is archived).
+        ``dry_run``: change nothing and report what would be done. At least one of
+        ``older_than``, ``keep_last``, ``keep_checkpoints`` must be given, and ``archive``
+        with either of the first two.
+        """
+        if older_than is None and keep_last is None and keep_checkpoints is None:
+            raise ValueError("prune needs older_than, keep_last or keep_checkpoints")
+        age = None if older_than is None else _duration_ms(older_than)
+        for name, count in (("keep_last", keep_last), ("keep_checkpoints", keep_checkpoints)):
+            if count is not None and (type(count) is not int or count < 0):
+                raise ValueError(f"{name} must be an int >= 0, got {count!r}")
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"tag must be a str, got {tag!r}")
+        deleting = age is not None or keep_last is not None
+        directory = None if archive is None else Path(archive)
+        if deleting and directory is None:
+            raise ValueError("prune deletes sessions only after archiving them: give archive=DIR")
+        if not dry_run:
+            self._check_writable("prune sessions")
+        now = self._clock()
+        selected = await self._selected(age, keep_last, tag, now) if deleting else []
+        holders = await self.lease_holders(s.id for s in selected)
+        leased = tuple(
+            s.id
+            for s in selected
+            if s.id in holders and holders[s.id].live(now) and holders[s.id].owner != PRUNE_OWNER
+        )
+        ids = tuple(s.id for s in selected)
+        kept = await self._checkpoints_to_thin(keep_checkpoints, tag, set(ids), dry_run)
+        if dry_run:
+            return PruneReport(ids, leased=leased, checkpoints_deleted=kept, dry_run=True)
+        assert directory is not None or not selected
+        archived: dict[str, str] = {}
+        deleted: list[str] = []
+        skipped = list(leased)
+        if selected and directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        for summary in selected:
+            if summary.id in leased:
+                continue
+            assert directory is not None
+            path = await self._archive_and_delete(summary.id, directory)
+            if path is None:
+                skipped.append(summary.id)
+                continue
+            archived[summary.id] = str(path)
+            deleted.append(summary.id)
+        return PruneReport(ids, archived, tuple(deleted), tuple(skipped), kept)
+
+    async def _archive_and_delete(self, session_id: str, directory: Path) -> Path | None:
+        """Steps 2-5 of the module docstring; None when a live owner took the session first
+        (or it is gone)."""
+        try:
+            await self.acquire_lease(session_id, PRUNE_OWNER, ttl=_PRUNE_LEASE_TTL)
+        except (SessionLeasedError, SessionNotFoundError):
+            return None
+        revision = await self.revision(session_id)
+        path = archive_path(directory, session_id)
+        if not (path.is_file() and await self._archive_matches(path, session_id)):
+            await self._write_archive(path, session_id)
+            if not await self._archive_matches(path, session_id):
+                raise StoreError(
+                    f"the archive {path} of session {session_id!r} does not read back as its "
+                    "export: the session was not deleted"
+                )
+        if await self.revision(session_id) != revision:
+            raise StoreError(
+                f"session {session_id!r} changed while it was archived (an append without a "
+                "lease): it was not deleted; run prune again"
+            )
+        with contextlib.suppress(SessionNotFoundError):
+            await self.delete(session_id)
+        return path
+
+    async def _checkpoint_rows(self, session_id: str) -> list[tuple[int, int, int, int]]:
+        return await self._call(
+            f"reading checkpoints of session {session_id!r}",
+            lambda r: r.read_checkpoints(session_id),
+        )
+
+    async def _checkpoints_to_thin(
+        self, keep: int | None, tag: str | None, deleting: set[str], dry_run: bool
+    ) -> int:
+        """Delete (or, dry, count) the checkpoints of the kept sessions older than their
+        newest ``keep``."""
+        if keep is None:
+            return 0
+        total = 0
+        before: SessionSummary | None = None
+        cp = self.namespace.tables.session_checkpoints.c
+        table = self.namespace.tables.session_checkpoints
+        while True:
+            page = await self.list(limit=500, before=before, tag=tag)
+            for summary in page:
+                if summary.id in deleting:
+                    continue
+                seqs = [c[0] for c in await self._checkpoint_rows(summary.id)]
+                extra = len(seqs) - keep
+                if extra <= 0:
+                    continue
+                total += extra
+                if dry_run:
+                    continue
+                ordered = sorted(seqs)
+                oldest_kept = ordered[extra] if keep else ordered[-1] + 1
+
+                def thin(conn: Connection, sid: str = summary.id, below: int = oldest_kept) -> None:
+                    conn.execute(table.delete().where(cp.session_id == sid, cp.seq < below))
+
+                await self._on_connection("pruning checkpoints", thin, write=True)
+            if len(page) < 500:
+                return total
+            before = page[-1]

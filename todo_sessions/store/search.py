@@ -1,0 +1,252 @@
+"""The search index on the database: its statements, filling it, and one page of hits.
+
+The index is derived data (docs/design.md, "Search"): ``search_text`` holds one row per event
+and kind with text (`core.search.index_rows`), written in the append transaction; SQLite keeps
+an FTS5 table over it (external content, ``unicode61 remove_diacritics 2``; the append
+indexes its rows with one ``INSERT ... SELECT``, a trigger of revision 0010 follows deletes),
+PostgreSQL a ``doc tsvector`` column (the `SEARCH_CONFIG` configuration of the row's
+`core.search.words`) with a GIN index. Rows go
+with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`) rebuilds it
+from the log.
+
+Everything here runs on a SQLAlchemy connection (the migration's, or a recorder's
+``run_maintenance``), in Core, with the two backends' match expressions as the only text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..core.jsonvalue import decode_fast
+from ..core.search import INDEXED_TYPES, SearchQuery, index_rows, to_fts5, to_tsquery, words
+from .schema import SEARCH_FTS, Tables
+
+__all__ = [
+    "SEARCH_CONFIG",
+    "SearchFilters",
+    "clear_index",
+    "expected_rows",
+    "fill_index",
+    "fts_problems",
+    "insert_statement",
+    "replacing_sessions",
+    "search_page",
+    "stored_rows",
+]
+
+SEARCH_CONFIG = "simple"
+"""PostgreSQL's text search configuration of ``doc``: no stemming, no stop words, any
+language (the words are already folded by `core.search.words`, as FTS5's tokenizer folds)."""
+
+FILL_BATCH = 2000
+
+
+def _pg_table(tables: Tables) -> Any:
+    """``search_text`` with PostgreSQL's ``doc`` column (outside the shared metadata)."""
+    table = tables.search_text
+    return sa.table(
+        table.name,
+        *(sa.column(c.name, c.type) for c in table.columns),
+        sa.column("doc"),
+        schema=table.schema,
+    )
+
+
+def insert_statement(tables: Tables, dialect_name: str) -> Any:
+    """One index row: parameters ``session_id, seq, kind, body`` (PostgreSQL also ``words``,
+    the row's folded words joined by spaces)."""
+    values: dict[str, Any] = {
+        name: sa.bindparam(name) for name in ("session_id", "seq", "kind", "body")
+    }
+    if dialect_name == "postgresql":
+        doc = sa.func.to_tsvector(
+            sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("words", sa.Text)
+        )
+        return _pg_table(tables).insert().values(**values, doc=doc)
+    return tables.search_text.insert().values(**values)
+
+
+def top_statement(tables: Tables) -> Any:
+    """The highest index row id so far (0 without rows)."""
+    return sa.select(sa.func.coalesce(sa.func.max(tables.search_text.c.id), sa.literal_column("0")))
+
+
+def fts_name(tables: Tables) -> str:
+    """SQLite: the FTS5 table of these tables' namespace (its prefix and `SEARCH_FTS`)."""
+    return tables.search_text.name.removesuffix("search_text") + SEARCH_FTS
+
+
+def fts_insert(tables: Tables) -> Any:
+    """SQLite: index the rows above id ``top`` in FTS5 (one statement for an append's rows;
+    a trigger per row measured four times slower)."""
+    name, fts = tables.search_text.name, fts_name(tables)
+    return sa.text(
+        f"INSERT INTO {fts}(rowid, body) SELECT id, body FROM {name} WHERE id > :top"
+    ).bindparams(sa.bindparam("top", type_=sa.BigInteger))
+
+
+def pg_values(row: dict[str, Any]) -> dict[str, Any]:
+    """An index row with PostgreSQL's ``words`` parameter."""
+    return {**row, "words": " ".join(words(row["body"]))}
+
+
+def expected_rows(session_id: str, events: Iterable[tuple[int, str, Any]]) -> list[dict[str, Any]]:
+    """The index rows of ``(seq, type, data)`` in order."""
+    out: list[dict[str, Any]] = []
+    for seq, event_type, data in events:
+        if event_type in INDEXED_TYPES:
+            out += index_rows(session_id, seq, event_type, data)
+    return out
+
+
+def _insert(conn: Connection, tables: Tables, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    dialect = conn.dialect.name
+    params = [pg_values(r) for r in rows] if dialect == "postgresql" else rows
+    conn.execute(insert_statement(tables, dialect), params)
+
+
+def clear_index(conn: Connection, tables: Tables) -> None:
+    """Delete every index row (SQLite: and the FTS5 index)."""
+    conn.execute(tables.search_text.delete())
+    if conn.dialect.name == "sqlite":
+        fts = fts_name(tables)
+        conn.exec_driver_sql(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")
+
+
+def fill_index(conn: Connection, tables: Tables) -> int:
+    """Index every stored session, oldest last activity first (so the newest sessions get the
+    highest row ids, as appends would have given them); returns the rows written. The index
+    must be empty (`clear_index`)."""
+    se, ev = tables.sessions.c, tables.session_events.c
+    ids = [r[0] for r in conn.execute(sa.select(se.id).order_by(se.updated_at, se.id))]
+    by_session = (
+        sa.select(ev.seq, ev.type, ev.data)
+        .where(ev.session_id == sa.bindparam("sid"), ev.type.in_(sorted(INDEXED_TYPES)))
+        .order_by(ev.seq)
+    )
+    written = 0
+    pending: list[dict[str, Any]] = []
+    for sid in ids:
+        events = conn.execute(by_session, {"sid": sid})
+        pending += expected_rows(sid, ((s, t, decode_fast(d)) for s, t, d in events))
+        if len(pending) >= FILL_BATCH:
+            _insert(conn, tables, pending)
+            written, pending = written + len(pending), []
+    _insert(conn, tables, pending)
+    if conn.dialect.name == "sqlite":  # the triggers kept it; make it exact whatever came before
+        fts = fts_name(tables)
+        conn.exec_driver_sql(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+    return written + len(pending)
+
+
+def stored_rows(conn: Connection, tables: Tables, session_id: str) -> list[dict[str, Any]]:
+    """The index rows of one session, in seq order (as `expected_rows` gives them)."""
+    st = tables.search_text.c
+    found = conn.execute(
+        sa.select(st.session_id, st.seq, st.kind, st.body)
+        .where(st.session_id == session_id)
+        .order_by(st.seq, st.id)
+    )
+    return [dict(r._mapping) for r in found]
+
+
+def fts_problems(conn: Connection, tables: Tables) -> list[str]:
+    """SQLite: FTS5's own check of the index against ``search_text``; what it reports."""
+    if conn.dialect.name != "sqlite":
+        return []
+    fts = fts_name(tables)
+    try:
+        conn.exec_driver_sql(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+    except sa.exc.DBAPIError as exc:
+        return [
+            f"the search index does not match its rows ({exc.orig}): run `todo-sessions reindex`"
+        ]
+    return []
+
+
+def replacing_sessions(conn: Connection, tables: Tables, session_ids: Sequence[str]) -> set[str]:
+    """Which of these sessions hold a surface replacement (a compaction, a prune, a
+    retraction): in the others every event appended to the surface is still on it."""
+    if not session_ids:
+        return set()
+    ev = tables.session_events.c
+    found = conn.execute(
+        sa.select(ev.session_id)
+        .where(
+            ev.session_id.in_(list(session_ids)),
+            ev.surface_op.is_not(None),
+            ev.surface_op != '"append"',
+        )
+        .distinct()
+    )
+    return {r[0] for r in found}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """The session filters of a search (those of `list`)."""
+
+    cwd: str | None = None
+    tag: str | None = None
+    since: int | None = None
+    until: int | None = None
+
+
+def search_page(
+    conn: Connection,
+    tables: Tables,
+    query: SearchQuery,
+    kinds: Sequence[str],
+    filters: SearchFilters,
+    limit: int,
+    before: int | None,
+) -> list[dict[str, Any]]:
+    """One page of hits, newest index row first, below row id ``before``: dicts of ``id,
+    session_id, seq, kind, body, title, type, surface_op``."""
+    st, se, ev, tg = (
+        tables.search_text.c,
+        tables.sessions.c,
+        tables.session_events.c,
+        tables.session_tags.c,
+    )
+    if conn.dialect.name == "sqlite":
+        fts = fts_name(tables)
+        matched: Any = (
+            sa.select(sa.literal_column("rowid"))
+            .select_from(sa.table(fts))
+            .where(sa.text(f"{fts} MATCH :q").bindparams(q=to_fts5(query)))
+        )
+        condition: Any = st.id.in_(matched)
+    else:
+        doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
+        tsquery = sa.func.to_tsquery(
+            sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("q", to_tsquery(query))
+        )
+        condition = doc.op("@@")(tsquery)
+    statement = (
+        sa.select(st.id, st.session_id, st.seq, st.kind, st.body, se.title, ev.type, ev.surface_op)
+        .join(tables.sessions, se.id == st.session_id)
+        .join(tables.session_events, sa.and_(ev.session_id == st.session_id, ev.seq == st.seq))
+        .where(condition, st.kind.in_(list(kinds)))
+    )
+    if before is not None:
+        statement = statement.where(st.id < before)
+    if filters.cwd is not None:
+        statement = statement.where(se.cwd == filters.cwd)
+    if filters.since is not None:
+        statement = statement.where(se.updated_at >= filters.since)
+    if filters.until is not None:
+        statement = statement.where(se.updated_at < filters.until)
+    if filters.tag is not None:
+        statement = statement.where(
+            st.session_id.in_(sa.select(tg.session_id).where(tg.tag == filters.tag))
+        )
+    statement = statement.order_by(st.id.desc()).limit(limit)
+    return [dict(r._mapping) for r in conn.execute(statement)]
