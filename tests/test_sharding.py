@@ -21,6 +21,7 @@ SESSION_KEY = {
     "session_tags": "session_id",
     "session_leases": "session_id",
     "session_checkpoints": "session_id",
+    "search_text": "session_id",
 }
 """The distribution column of each table (all co-located: one session's rows on one shard)."""
 SESSION_PARAMETERS = frozenset({"session_id", "id", "b_id", "p_id", "l_session_id"})
@@ -70,6 +71,8 @@ def hot_path_statements(namespace: Namespace) -> dict[str, tuple[str, tuple[str,
     for group in (compiled.append, compiled.writes):
         for field in dataclasses.fields(group):
             statement = getattr(group, field.name)
+            if statement is None:  # a statement of the other backend (SQLite's FTS5)
+                continue
             found[f"{type(group).__name__}.{field.name}"] = (statement.sql, statement.names)
     for name, read in compiled.reads.items():
         if name not in FAN_OUT | REFERENCE and not name.startswith(LISTING):

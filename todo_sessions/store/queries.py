@@ -239,10 +239,11 @@ class AppendStatements:
     insert_tag: Compiled
     insert_search: Compiled
     """One search index row (`search.insert_statement`)."""
-    search_top: Compiled
-    """SQLite: the highest index row id (before an append's rows)."""
-    index_search: Compiled
-    """SQLite: the FTS5 entries of the index rows above ``top`` (`search.fts_insert`)."""
+    search_top: Compiled | None
+    """SQLite: the highest index row id (before an append's rows); None on PostgreSQL."""
+    index_search: Compiled | None
+    """SQLite: the FTS5 entries of the index rows above ``top`` (`search.fts_insert`); None on
+    PostgreSQL, whose ``doc`` column is set by the insert itself."""
 
 
 def compile_append(
@@ -252,6 +253,7 @@ def compile_append(
         return Compiled(*compile_positional(statement, dialect))
 
     tables = queries.tables
+    sqlite = dialect.name == "sqlite"
     events = queries.insert_events.values({c.name: None for c in tables.session_events.columns})
     new_session = queries.insert_session(insert).values(
         {c.name: None for c in tables.sessions.columns}
@@ -266,8 +268,8 @@ def compile_append(
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
         insert_search=compiled(insert_statement(tables, dialect.name)),
-        search_top=compiled(top_statement(tables)),
-        index_search=compiled(fts_insert(tables)),
+        search_top=compiled(top_statement(tables)) if sqlite else None,
+        index_search=compiled(fts_insert(tables)) if sqlite else None,
     )
 
 

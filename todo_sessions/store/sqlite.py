@@ -545,6 +545,7 @@ def _row_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[A
 
 def _index(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> None:
     """The batch's search rows, then their FTS5 entries in one statement."""
+    assert _SQL.search_top is not None and _SQL.index_search is not None  # SQLite's statements
     top = conn.execute(_SQL.search_top.sql).fetchone()[0]
     conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
     conn.execute(_SQL.index_search.sql, (top,))
