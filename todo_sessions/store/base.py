@@ -14,6 +14,7 @@ from typing import Any, Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL
 
+from ..core.chain import derive_key
 from ..core.header import SessionHeader
 from ..core.jsonvalue import decode_json
 from ..core.structure import StructureChecker
@@ -72,7 +73,10 @@ class StoreCore:
         listen_url: str | URL | None = None,
         schema: str | None = None,
         table_prefix: str | None = None,
+        chain_key: str | bytes | None = None,
     ) -> None:
+        self._chain_key = b"" if chain_key is None else derive_key(chain_key)
+        """The hash chain's key (`core.chain.derive_key`; empty: a plain hash)."""
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
             self._target, schema=schema, table_prefix=table_prefix
@@ -105,6 +109,11 @@ class StoreCore:
     def url(self) -> str:
         """The database URL (password masked)."""
         return self._target.render()
+
+    @property
+    def keyed(self) -> bool:
+        """Whether this store chains (and verifies) its events with a key."""
+        return bool(self._chain_key)
 
     @property
     def dialect(self) -> str:

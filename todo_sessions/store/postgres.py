@@ -51,6 +51,7 @@ from .batch import (
     AppendBatch,
     AppendOutcome,
     after_append,
+    chain_rows,
     check_batch_start,
     new_session_values,
 )
@@ -424,8 +425,9 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
             # A concurrent first append may win the insert; the locked read decides.
             await driver.execute(_SQL.insert_session.sql, *_SQL.insert_session.args(values))
             state = await driver.fetchrow(_SQL.state.sql, session_id)
-        next_seq, revision, incarnation = state
+        next_seq, revision, incarnation, previous = state
         check_batch_start(session_id, rows[0]["seq"], next_seq)
+        chain_rows(batch, previous)
         args = _SQL.insert_events.args
         await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)

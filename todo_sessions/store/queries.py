@@ -7,7 +7,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Select, Table, Text, bindparam, case, false, select, true, tuple_
+from sqlalchemy import (
+    Boolean,
+    Select,
+    Table,
+    Text,
+    bindparam,
+    case,
+    false,
+    literal_column,
+    select,
+    true,
+    tuple_,
+)
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
 from .schema import DEFAULT_TABLES, Tables
@@ -61,7 +73,8 @@ class Queries:
     tables: Tables
     select_store_id: Select[Any]
     append_state: Select[Any]
-    """The stored next seq, read under a row lock (PostgreSQL; SQLite holds the write lock)."""
+    """The stored next seq (and the chain value of the event before it), read under a row
+    lock (PostgreSQL; SQLite holds the write lock)."""
     lease_state: Select[Any]
     """What an append under a lease checks (PostgreSQL: ``FOR SHARE``, so a takeover waits)."""
     insert_events: Insert
@@ -136,12 +149,17 @@ def build_queries(tables: Tables) -> Queries:
     sessions, events, tags = tables.sessions, tables.session_events, tables.session_tags
     leases, state = tables.session_leases, tables.store_state
     checkpoints = tables.session_checkpoints
-    se, tg, le, cp = sessions.c, tags.c, leases.c, checkpoints.c
+    se, tg, le, cp, ev = sessions.c, tags.c, leases.c, checkpoints.c, events.c
     sid: Any = bindparam("session_id")
+    previous_chain = (
+        select(ev.chain)
+        .where(ev.session_id == se.id, ev.seq == se.next_seq - literal_column("1"))
+        .scalar_subquery()
+    )
     return Queries(
         tables=tables,
         select_store_id=select(state.c.store_id).where(state.c.id == 1),
-        append_state=select(se.next_seq, se.revision, se.incarnation)
+        append_state=select(se.next_seq, se.revision, se.incarnation, previous_chain)
         .where(se.id == bindparam("session_id"))
         .with_for_update(),
         lease_state=select(le.owner, le.epoch, le.expires_at)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ..core.chain import event_text, genesis, link
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.messages import Message
@@ -60,6 +62,71 @@ class Reading(StoreCore):
         return StoredLog(
             header_from_row(row), tuple(events), self._token(row["incarnation"], row["revision"])
         )
+
+    async def head(self, session_id: str) -> str | None:
+        """The chain value of the session's last event (docs/design.md, "The hash chain"):
+        kept elsewhere, it lets `chain_break` (``verify``) tell a log rewritten or cut short
+        after it was read. None for a session with no events yet (created, never appended)."""
+        found = await self.chain_head(session_id)
+        return None if found is None else found[1]
+
+    async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
+        """``(seq, chain value)`` of the session's last event, or None (see `head`)."""
+        check_session_id(session_id)
+        try:
+            return await self._call(
+                f"reading session {session_id!r}", lambda r: r.chain_head(session_id)
+            )
+        except SessionNotFoundError:
+            if session_id in self._pending:
+                return None
+            raise
+
+    async def chain_break(
+        self, session_id: str, *, against: Sequence[str] | None = None
+    ) -> tuple[int, str] | None:
+        """The first seq where the session's hash chain breaks, and why; None when it holds.
+
+        Recomputes the chain (with this store's ``chain_key``) from the header and every stored
+        event, page by page, against the chain values stored with them. ``against``: the chain
+        values of the same session kept elsewhere (from seq 0, e.g. from an exported file): a
+        stored value that differs from it, or a log that ends before it does, is a break too.
+        """
+        check_session_id(session_id)
+        key, size = self._chain_key, self.page_size
+        value: bytes | None = None
+        seq = 0
+        while True:
+            row, page = await self._call(
+                f"reading session {session_id!r}",
+                lambda r, start=seq: r.read_chain(session_id, start, size),  # type: ignore[misc]
+            )
+            if value is None:
+                value = genesis(row, key)
+            for stored in page:
+                if stored["seq"] != seq:
+                    return seq, f"seq {seq} is missing"
+                value = link(value, event_text(stored), key)
+                kept = stored["chain"]
+                if kept is None:
+                    return seq, "the event has no chain value (written outside todo_sessions)"
+                if kept != value.hex():
+                    return seq, (
+                        "the chain breaks here: the event (or one before it, or the header) was "
+                        "changed, reordered or inserted outside todo_sessions"
+                        + ("" if key else ", or the log was chained with a key")
+                    )
+                if against is not None and seq < len(against) and against[seq] != kept:
+                    return seq, "the stored chain differs from the one kept elsewhere from here"
+                seq += 1
+            if len(page) < size or seq >= row["next_seq"]:
+                break
+        if against is not None and len(against) > seq:
+            return seq, (
+                f"the log ends before seq {seq}, but {len(against)} events were kept elsewhere: "
+                "its tail was cut off"
+            )
+        return None
 
     async def _session(self, session_id: str) -> dict[str, Any]:
         check_session_id(session_id)

@@ -75,6 +75,7 @@ from .batch import (
     AppendBatch,
     AppendOutcome,
     after_append,
+    chain_rows,
     check_batch_start,
     new_session_values,
 )
@@ -428,10 +429,11 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
             raise SessionNotFoundError(session_id, "create it before the first append")
         values = new_session_values(batch.header, batch.now)
         conn.execute(_SQL.insert_session.sql, _SQL.insert_session.args(values))
-        state = (0, 0, values["incarnation"])
-    next_seq, revision, incarnation = state
+        state = (0, 0, values["incarnation"], None)
+    next_seq, revision, incarnation, previous = state
     rows = batch.rows
     check_batch_start(session_id, rows[0]["seq"], next_seq)
+    chain_rows(batch, previous)
     args = _SQL.insert_events.args
     conn.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)

@@ -37,7 +37,10 @@ class SessionStore(Listing, Repair, Streams, Leasing):
     behind PgBouncer in transaction mode add ``?pgbouncer=true`` to the URL (no prepared
     statement outlives its transaction) and give ``listen_url``, a direct connection for
     `follow`'s LISTEN (without it, followers poll). ``clock`` (Unix epoch ms, default the wall
-    clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
+    clock) stamps ``updated_at`` of appends and ``created_at`` of forks. ``chain_key`` (a
+    secret the database does not hold) keys the hash chain of the events this store appends
+    and verifies (`head`, docs/design.md, "The hash chain"); without it the chain is a plain
+    hash.
 
     Namespaces (docs/design.md, "Namespaces"): ``schema="agent"`` (PostgreSQL) puts every
     table, trigger and the version table in that schema, created by the migrations;

@@ -115,6 +115,7 @@ class Writing(Reading):
             self._clock(),
             lease,
             None if change is None else projection_of(session_id, change),
+            self._chain_key,
         )
         try:
             incarnation, revision, _ = await recorder.append(prepared)
