@@ -101,6 +101,7 @@ async def tamper(store: SessionStore, statement: str) -> None:
     """Run ``statement`` past the append-only triggers, as someone with raw access would
     (our table names in it are the store's namespace's: `in_namespace`)."""
     events = store.namespace.name("session_events")
+    sessions = store.namespace.name("sessions")
 
     def run(conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
@@ -109,6 +110,8 @@ async def tamper(store: SessionStore, statement: str) -> None:
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_update"))
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_delete"))
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_replace"))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{sessions}_no_delete"))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{sessions}_no_replace"))
         conn.execute(text(in_namespace(store, statement)))
 
     await run_maintenance(store, run, write=True)

@@ -29,7 +29,8 @@ class Problem:
     (`todo_sessions.integrity`) also ``corrupt`` (a row that cannot be decoded, a missing seq,
     an invalid stored todo list), ``format`` (an unknown, non-ignorable event type),
     ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
-    ``orphan`` (events without a session row) and ``database`` (the database's own check)."""
+    ``orphan`` (events without a session row), ``database`` (the database's own check) and
+    ``chain`` (the hash chain breaks there: `SessionStore.chain_break`)."""
     message: str
     warning: bool = False
     """A warning, not an error: the log is valid (it imports, and `VerifyReport.ok` holds), but

@@ -340,6 +340,10 @@ async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T
 
 
 async def _delete(driver: Any, sql: WriteStatements, session_id: str) -> bool:
+    """Release the log, delete its events, then the session row (revision 0009's triggers
+    refuse any other order)."""
+    await driver.execute(sql.release_log.sql, *sql.release_log.args({"session_id": session_id}))
+    await driver.execute(sql.delete_events.sql, session_id)
     status = await driver.execute(sql.delete.sql, session_id)
     await driver.execute(sql.delete_lease.sql, session_id)
     return _rowcount(status) > 0

@@ -85,8 +85,12 @@ class Queries:
     delete_tags: Delete
     insert_tag: Insert
     select_header: Select[Any]
+    release_log: Update
+    """The first step of a delete: next seq 0, so the triggers let its events go (0009)."""
+    delete_events: Delete
     delete_session: Delete
-    """Remove a session; its events follow through the foreign key's ON DELETE CASCADE."""
+    """Remove a session once its events are gone (a trigger refuses it before: 0009); its
+    tags and checkpoints follow through the foreign keys' ON DELETE CASCADE."""
     delete_lease: Delete
     """A deleted session's lease goes with it (it has no foreign key: see `schema`)."""
     lease_row: Select[Any]
@@ -185,6 +189,8 @@ def build_queries(tables: Tables) -> Queries:
         delete_tags=tags.delete().where(tg.session_id == bindparam("session_id")),
         insert_tag=tags.insert().values(session_id=bindparam("session_id"), tag=bindparam("tag")),
         select_header=select(sessions).where(se.id == bindparam("session_id")),
+        release_log=sessions.update().where(se.id == sid).values(next_seq=literal_column("0")),
+        delete_events=events.delete().where(ev.session_id == sid),
         delete_session=sessions.delete().where(se.id == bindparam("session_id")),
         delete_lease=leases.delete().where(le.session_id == bindparam("session_id")),
         lease_row=select(
@@ -284,6 +290,8 @@ class WriteStatements:
     """Every write of a backend but the append's, compiled once for its driver: deletes,
     leases, checkpoints."""
 
+    release_log: Compiled
+    delete_events: Compiled
     delete: Compiled
     delete_lease: Compiled
     lease_row: Compiled
@@ -304,6 +312,8 @@ def compile_writes(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> WriteSta
         return Compiled(*compile_positional(statement, dialect))
 
     return WriteStatements(
+        release_log=compiled(queries.release_log),
+        delete_events=compiled(queries.delete_events),
         delete=compiled(queries.delete_session),
         delete_lease=compiled(queries.delete_lease),
         lease_row=compiled(queries.lease_row),

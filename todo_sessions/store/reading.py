@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.chain import event_text, genesis, link
@@ -83,14 +83,16 @@ class Reading(StoreCore):
             raise
 
     async def chain_break(
-        self, session_id: str, *, against: Sequence[str] | None = None
+        self, session_id: str, *, against: Mapping[int, str] | None = None
     ) -> tuple[int, str] | None:
         """The first seq where the session's hash chain breaks, and why; None when it holds.
 
         Recomputes the chain (with this store's ``chain_key``) from the header and every stored
-        event, page by page, against the chain values stored with them. ``against``: the chain
-        values of the same session kept elsewhere (from seq 0, e.g. from an exported file): a
-        stored value that differs from it, or a log that ends before it does, is a break too.
+        event, page by page, against the chain values stored with them. ``against``: chain
+        values of the same session kept elsewhere, by seq (a `head` kept by a harness, or every
+        value of an exported file: `jsonl.file_chain`): a stored value that differs from one of
+        them, or a log that ends before the last of them, is a break too (a log rewritten with
+        its chain recomputed, or cut short, is found only so).
         """
         check_session_id(session_id)
         key, size = self._chain_key, self.page_size
@@ -116,15 +118,16 @@ class Reading(StoreCore):
                         "changed, reordered or inserted outside todo_sessions"
                         + ("" if key else ", or the log was chained with a key")
                     )
-                if against is not None and seq < len(against) and against[seq] != kept:
-                    return seq, "the stored chain differs from the one kept elsewhere from here"
+                if against and against.get(seq, kept) != kept:
+                    return seq, "the chain differs from the one kept elsewhere (the log was "
+                    "rewritten at or before this seq)"
                 seq += 1
             if len(page) < size or seq >= row["next_seq"]:
                 break
-        if against is not None and len(against) > seq:
+        if against and max(against) >= seq:
             return seq, (
-                f"the log ends before seq {seq}, but {len(against)} events were kept elsewhere: "
-                "its tail was cut off"
+                f"the log ends before seq {seq}, but a chain value of seq {max(against)} was "
+                "kept elsewhere: its tail was cut off"
             )
         return None
 

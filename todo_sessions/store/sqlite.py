@@ -515,6 +515,10 @@ def _in_write_transaction(conn: sqlite3.Connection, fn: Callable[..., T], *args:
 
 
 def _delete(conn: sqlite3.Connection, sql: WriteStatements, session_id: str) -> bool:
+    """Release the log, delete its events, then the session row (revision 0009's triggers
+    refuse any other order)."""
+    conn.execute(sql.release_log.sql, sql.release_log.args({"session_id": session_id}))
+    conn.execute(sql.delete_events.sql, (session_id,))
     deleted = conn.execute(sql.delete.sql, (session_id,)).rowcount
     conn.execute(sql.delete_lease.sql, (session_id,))
     return deleted > 0
