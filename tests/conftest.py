@@ -144,6 +144,7 @@ NAMESPACED_MODULES = frozenset(
         "test_jsonl",
         "test_long_sessions",
         "test_recorder_contract",
+        "test_chain",
     }
 )
 """The store contract modules that also run on ``sqlite-prefix`` and ``postgres-schema``."""
