@@ -62,7 +62,9 @@ def main() -> None:
             for row, value in run_once(tree, args).items():
                 into.setdefault(row, []).append(value)
         print(f"run {i + 1}/{args.runs} done", file=sys.stderr, flush=True)
-    print(f"{args.backend}: store ev/s, median [p25-p75] of {args.runs} runs of {args.rounds} rounds")
+    print(
+        f"{args.backend}: store ev/s, median [p25-p75] of {args.runs} runs of {args.rounds} rounds"
+    )
     print(f"{'row':<12} {'base':>26} {'this':>26} {'ratio':>6} {'paired':>6}")
     for row in base:
         b, t = base[row], this[row]

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import sqlite3
 import threading
@@ -61,6 +62,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
@@ -140,7 +142,7 @@ def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connecti
     """A ``sqlite3`` connection with the store's settings and no implicit transactions."""
     timeout = options.busy_timeout_ms / 1000
     if target.path is not None and options.read_only:
-        uri = f"{target.path.as_uri()}?mode=ro"
+        uri = f"{target.path.as_uri()}?mode=ro{_immutable(target.path)}"
         conn = sqlite3.connect(
             uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
         )
@@ -169,6 +171,17 @@ def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connecti
         conn.close()
         raise
     return conn
+
+
+def _immutable(path: Path) -> str:
+    """``&immutable=1`` for a file in a directory this process may not write, with no WAL
+    file beside it: SQLite cannot create the ``-shm`` file a WAL database needs even to be
+    read, and nobody can change the file without creating its ``-wal`` in that directory
+    first (docs/design.md, "Read-only databases")."""
+    wal = path.with_name(path.name + "-wal")
+    if os.access(path.parent, os.W_OK | os.X_OK) or wal.exists():
+        return ""
+    return "&immutable=1"
 
 
 def _set_journal_mode(conn: sqlite3.Connection, pragma: str, patience: float) -> None:
