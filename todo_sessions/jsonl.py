@@ -34,6 +34,7 @@ from .store.store import SessionStore
 
 __all__ = [
     "KIND",
+    "MAX_LINE_BYTES",
     "REFERENCE_HEADER_TYPE",
     "ImportResult",
     "declared_chain",
@@ -176,14 +177,39 @@ def event_lines(
         yield number, event
 
 
-def numbered_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
-    """``(line number, text)``; undecodable input is an `InvalidEventError` naming its line."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line `import_lines` / `parse_lines` take by default (64 MiB of UTF-8), as the
+CLI's ``import --max-line-bytes``."""
+
+
+def _too_long(line: str | bytes, limit: int) -> bool:
+    """Whether ``line`` holds more than ``limit`` bytes of UTF-8, its line ending aside."""
+    size = len(line)
+    if isinstance(line, str):
+        if size * 4 <= limit + 2:  # at most 4 bytes a character: no need to encode
+            return False
+        line = line.encode("utf-8", "surrogatepass")
+    ending = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0
+    return len(line) - ending > limit
+
+
+def numbered_lines(
+    lines: Iterable[str | bytes], max_line_bytes: int | None = None
+) -> Iterator[tuple[int, str]]:
+    """``(line number, text)``; undecodable input, or a line longer than ``max_line_bytes``
+    (UTF-8, its newline aside), is an `InvalidEventError` naming its line."""
     iterator = iter(lines)
     number = 0
     while True:
         number += 1
         try:
             line = next(iterator)
+            if max_line_bytes is not None and _too_long(line, max_line_bytes):
+                raise _fail(
+                    number,
+                    f"the line is longer than {max_line_bytes} bytes (the limit: "
+                    "max_line_bytes), nothing imported",
+                )
             if isinstance(line, bytes | bytearray):
                 line = bytes(line).decode("utf-8")
         except StopIteration:
@@ -295,12 +321,16 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def parse_lines(
-    lines: Iterable[str | bytes], *, progress: Progress | None = None
+    lines: Iterable[str | bytes],
+    *,
+    progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> tuple[SessionHeader, list[SessionEvent]]:
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
     line number. Each event is checked as an append would check it (payload, surface rules)
-    and against the turn/step structure, so what imports is what `verify` accepts."""
-    numbered = numbered_lines(lines)
+    and against the turn/step structure, so what imports is what `verify` accepts. A line
+    over ``max_line_bytes`` (None: no limit) is refused before it is parsed."""
+    numbered = numbered_lines(lines, max_line_bytes)
     first = next(numbered, None)
     if first is None:
         raise _fail(1, "empty file: expected a header line")
@@ -335,13 +365,15 @@ async def import_lines(
     *,
     as_id: str | None = None,
     progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> ImportResult:
     """Validate every line, then store the session in one transaction.
 
     Importing an id that already exists is refused (`SessionExistsError`) unless ``as_id``
-    gives a new one.
+    gives a new one; a line longer than ``max_line_bytes`` (default 64 MiB; None: no limit)
+    is refused with nothing written (`InvalidEventError` naming it).
     """
-    header, events = parse_lines(lines, progress=progress)
+    header, events = parse_lines(lines, progress=progress, max_line_bytes=max_line_bytes)
     if as_id is not None:
         header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
     if not events:

@@ -86,6 +86,10 @@ class StoreCore:
         self._listen = parse_url(listen_url) if listen_url is not None else None
         if self._listen is not None:
             check_listen_target(self._listen)
+        if self._target.read_only:  # ``?mode=ro``
+            if read_only is False:
+                raise ValueError("read_only=False contradicts mode=ro in the database URL")
+            read_only = True
         if read_only is None:  # an existing SQLite file we may not write: read it read-only
             path = self._target.path
             read_only = path is not None and path.is_file() and not _writable(path)

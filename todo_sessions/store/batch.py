@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from hashlib import blake2b
 from typing import Any
 
@@ -96,12 +97,16 @@ def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
         raise SeqConflictError(session_id, first_seq, next_seq)
 
 
+_plain = partial(blake2b, digest_size=CHAIN_SIZE)
+
+
 def chain_rows(batch: AppendBatch, previous: str | None) -> None:
     """Set each row's ``chain`` (`core.chain`), inside the append transaction: ``previous`` is
     the stored chain value of the event before the batch (read with the next seq); a batch at
     seq 0 starts from its header. A predecessor without one (written outside todo_sessions)
     is refused: the chain cannot go on from it."""
     key, rows = batch.chain_key, batch.rows
+    digest = partial(blake2b, digest_size=CHAIN_SIZE, key=key) if key else _plain
     first = rows[0]["seq"]
     if first == 0:
         if batch.header is None:
@@ -119,7 +124,7 @@ def chain_rows(batch: AppendBatch, previous: str | None) -> None:
     else:
         value = bytes.fromhex(previous)
     for row in rows:
-        value = blake2b(value + event_text(row), digest_size=CHAIN_SIZE, key=key).digest()
+        value = digest(value + event_text(row)).digest()
         row["chain"] = value.hex()
 
 

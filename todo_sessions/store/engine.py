@@ -67,6 +67,8 @@ class StoreURL:
     """The URL's ``table_prefix`` parameter, taken out of it."""
     given: str = ""
     """The URL (or path) as the caller wrote it, password masked: what messages show."""
+    read_only: bool = False
+    """An SQLite URL with ``?mode=ro``: open the file read-only (it must exist)."""
 
     @property
     def memory(self) -> bool:
@@ -101,6 +103,9 @@ def _given(url: str | URL | os.PathLike[str]) -> str:
     return mask_password(os.fspath(url))
 
 
+_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
+"""``?name=value`` ending a plain path: URL parameters, which a path cannot take."""
+
 NAMESPACE_PARAMETERS = ("schema", "table_prefix")
 """URL parameters that name a namespace (docs/design.md, "Namespaces"), never the driver's."""
 
@@ -130,6 +135,11 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
     given = _given(url)
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
         path = Path(os.fspath(url)).expanduser().absolute()
+        if _PATH_QUERY.search(path.name) and not path.exists():
+            raise ValueError(
+                f"{given!r} is a file path with a query string: a plain path takes no "
+                "parameters (the file would be named with them); use a sqlite:/// URL"
+            )
         return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
     parsed, names = _namespace_parameters(make_url(url))
     backend = parsed.get_backend_name()
@@ -138,12 +148,16 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
         if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
             return StoreURL(parsed, "sqlite", None, **names, given=given)  # type: ignore[arg-type]
         path = Path(database).expanduser().absolute()
+        mode = parsed.query.get("mode")
+        if mode not in (None, "ro", "rw", "rwc"):
+            raise ValueError(f"mode={mode} in an SQLite URL: use ro, rw or rwc (or memory)")
         return StoreURL(
             parsed.set(database=str(path)),
             "sqlite",
             path,
             **names,  # type: ignore[arg-type]
             given=given,
+            read_only=mode == "ro",
         )
     if backend in ("postgresql", "postgres"):
         query = dict(parsed.query)
