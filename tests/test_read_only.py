@@ -114,10 +114,10 @@ def test_a_file_0444_opens_read_only_without_dac_override(
     path.chmod(0o444)
     folder.chmod(directory_mode)
     drop = "-dac_override,-dac_read_search"
+    command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", sys.executable]
     try:
         out = subprocess.run(
-            ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", sys.executable, "-c"]
-            + [_READER, str(path)],
+            [*command, "-c", _READER, str(path)],
             capture_output=True,
             text=True,
             timeout=60,
