@@ -46,7 +46,7 @@ BOUND_HEADER_FIELDS = (
 
 _GENESIS = b"todo-sessions chain 1\n"
 _KEY_PERSON = b"todo-sessions-k1"
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str = json.encoder.encode_basestring
 
 
 def derive_key(secret: str | bytes) -> bytes:

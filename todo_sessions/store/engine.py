@@ -180,7 +180,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             args["prepared_statement_name_func"] = _unique_statement_name
             query["prepared_statement_cache_size"] = "0"
         url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(url_, "postgresql", None, args, pooler, **names, given=given)
+        return StoreURL(url_, "postgresql", None, args, pooler, **names, given=given)  # type: ignore[arg-type]
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
     )
