@@ -42,6 +42,8 @@ def run_once(tree: Path, args: argparse.Namespace) -> dict[str, float]:
 
 
 def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:,.0f}"
     p25, p50, p75 = statistics.quantiles(values, n=4, method="inclusive")
     return f"{p50:,.0f} [{p25:,.0f}-{p75:,.0f}]"
 
@@ -62,15 +64,20 @@ def main() -> None:
             for row, value in run_once(tree, args).items():
                 into.setdefault(row, []).append(value)
         print(f"run {i + 1}/{args.runs} done", file=sys.stderr, flush=True)
-    print(
-        f"{args.backend}: store ev/s, median [p25-p75] of {args.runs} runs of {args.rounds} rounds"
-    )
+        table(args, i + 1, base, this)  # after each run: a long run can be cut short
+
+
+def table(
+    args: argparse.Namespace, runs: int, base: dict[str, list[float]], this: dict[str, list[float]]
+) -> None:
+    print(f"{args.backend}: store ev/s, median [p25-p75] of {runs} runs of {args.rounds} rounds")
     print(f"{'row':<12} {'base':>26} {'this':>26} {'ratio':>6} {'paired':>6}")
     for row in base:
         b, t = base[row], this[row]
         ratio = statistics.median(t) / statistics.median(b)
         paired = statistics.median(x / y for x, y in zip(t, b, strict=True))
         print(f"{row:<12} {spread(b):>26} {spread(t):>26} {ratio:>5.2f}x {paired:>5.2f}x")
+    print(flush=True)
 
 
 if __name__ == "__main__":
