@@ -24,7 +24,6 @@ __all__ = [
     "chain_values",
     "derive_key",
     "event_text",
-    "first_break",
     "genesis",
     "link",
 ]
@@ -89,18 +88,3 @@ def chain_values(
     for row in rows:
         value = blake2b(value + event_text(row), digest_size=CHAIN_SIZE, key=key).digest()
         yield value.hex()
-
-
-def first_break(
-    stored: Iterable[tuple[int, str | None]], computed: Iterable[str]
-) -> tuple[int, str] | None:
-    """The first ``(seq, reason)`` where stored chain values differ from ``computed`` (from
-    seq 0, one for each stored value), or None when every one matches."""
-    expected = iter(computed)
-    for seq, value in stored:
-        want = next(expected, None)
-        if value is None:
-            return seq, "the event has no chain value"
-        if want != value:
-            return seq, "the chain value does not match the log"
-    return None

@@ -114,9 +114,9 @@ class Reading(StoreCore):
                     return seq, "the event has no chain value (written outside todo_sessions)"
                 if kept != value.hex():
                     return seq, (
-                        "the chain breaks here: the event (or one before it, or the header) was "
-                        "changed, reordered or inserted outside todo_sessions"
-                        + ("" if key else ", or the log was chained with a key")
+                        "the chain breaks here: this event (at seq 0: or the header) was "
+                        "changed, moved or inserted outside todo_sessions, or the log was "
+                        "chained with another key (or none)"
                     )
                 if against and against.get(seq, kept) != kept:
                     return seq, "the chain differs from the one kept elsewhere (the log was "
