@@ -97,10 +97,11 @@ def in_namespace(store: SessionStore, statement: str) -> str:
     return _OUR_TABLES.sub(lambda m: namespace.sql_name(m.group(1)), statement)
 
 
-async def tamper(store: SessionStore, statement: str) -> None:
-    """Run ``statement`` past the append-only triggers, as someone with raw access would
-    (our table names in it are the store's namespace's: `in_namespace`)."""
+async def tamper(store: SessionStore, *statements: str) -> None:
+    """Run ``statements`` (in one transaction) past the append-only triggers, as someone with
+    raw access would (our table names in them are the store's namespace's: `in_namespace`)."""
     events = store.namespace.name("session_events")
+    sessions = store.namespace.name("sessions")
 
     def run(conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
@@ -109,6 +110,9 @@ async def tamper(store: SessionStore, statement: str) -> None:
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_update"))
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_delete"))
             conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{events}_no_replace"))
-        conn.execute(text(in_namespace(store, statement)))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{sessions}_no_delete"))
+            conn.execute(text(f"DROP TRIGGER IF EXISTS trg_{sessions}_no_replace"))
+        for statement in statements:
+            conn.execute(text(in_namespace(store, statement)))
 
     await run_maintenance(store, run, write=True)

@@ -77,3 +77,56 @@ async def test_a_read_only_store_never_migrates(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="read-only"):
         async with SessionStore(path, read_only=True):
             pass
+
+
+_READER = """
+import asyncio, sys
+from todo_sessions import SessionStore, StoreError
+async def main():
+    async with SessionStore(sys.argv[1]) as store:
+        print(store.read_only, len(await store.read_from("s")))
+        try:
+            await store.append("s", [])
+        except StoreError as exc:
+            print("refused:", exc)
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("directory_mode", [0o555, 0o755])
+def test_a_file_0444_opens_read_only_without_dac_override(
+    tmp_path: Path, directory_mode: int
+) -> None:
+    """As a user without CAP_DAC_OVERRIDE (root with it dropped, in a subprocess): a file
+    0444, in a directory 0555 (no -shm can be made beside a WAL file) or 0755."""
+    import asyncio
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop CAP_DAC_OVERRIDE")
+    folder = tmp_path / "d"
+    folder.mkdir()
+    path = folder / "ro.db"
+    asyncio.run(_seeded(path))
+    before = _digest(path)
+    path.chmod(0o444)
+    folder.chmod(directory_mode)
+    drop = "-dac_override,-dac_read_search"
+    command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", sys.executable]
+    try:
+        out = subprocess.run(
+            [*command, "-c", _READER, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        folder.chmod(0o755)
+        path.chmod(0o644)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "True 6"
+    assert lines[1].startswith("refused:") and "is open read-only" in lines[1]
+    assert _digest(path) == before

@@ -146,3 +146,52 @@ def test_import_accepts_only_what_verify_accepts(tmp_path: Path) -> None:
         store.append("ok", [*turn(0, 1), *turn(6, 2)[:2]])
     assert runner.invoke(main, ["--db", source, "export", "ok", "-o", str(path)]).exit_code == 0
     assert runner.invoke(main, ["--db", target, "import", str(path)]).exit_code == 0
+
+
+def test_a_mode_ro_url_never_creates_a_file(tmp_path: Path) -> None:
+    """``sqlite:///q.db?mode=ro`` opens read-only, and a missing file is a clear error (no
+    file created, none named with the query); a plain path with a query is refused."""
+    from todo_sessions import SessionStore, StoreError
+    from todo_sessions.sync import SyncSessionStore as Sync
+
+    missing = tmp_path / "q.db"
+    with pytest.raises(StoreError, match="read-only: there is no such file"):
+        Sync(f"sqlite:///{missing}?mode=ro").close()
+    with pytest.raises(ValueError, match="a plain path takes no parameters"):
+        SessionStore(f"{tmp_path}/q.db?mode=ro")
+    with pytest.raises(ValueError, match="mode=bogus"):
+        SessionStore(f"sqlite:///{missing}?mode=bogus")
+    assert list(tmp_path.iterdir()) == []
+    with SyncSessionStore(missing) as store:
+        store.create(header("s"))
+        store.append("s", turn(0))
+    with SyncSessionStore(f"sqlite:///{missing}?mode=ro") as ro:
+        assert len(ro.read_from("s")) == 6
+        with pytest.raises(StoreError, match="read-only"):
+            ro.append("s", turn(6, 2))
+    with pytest.raises(ValueError, match="contradicts mode=ro"):
+        SessionStore(f"sqlite:///{missing}?mode=ro", read_only=False)
+    runner = CliRunner()
+    result = runner.invoke(main, ["--db", f"sqlite:///{tmp_path}/other.db?mode=ro", "list"])
+    assert result.exit_code == 1 and "no such file" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("q.db-")) == ["q.db"]
+
+
+async def test_the_library_import_refuses_a_line_over_its_limit(tmp_path: Path) -> None:
+    from todo_sessions import InvalidEventError, SessionStore
+    from todo_sessions.cli import MAX_LINE_BYTES as CLI_LIMIT
+    from todo_sessions.jsonl import MAX_LINE_BYTES, export_lines, import_lines
+
+    assert MAX_LINE_BYTES == CLI_LIMIT == 64 * 1024 * 1024
+    async with SessionStore(tmp_path / "l.db") as store:
+        await store.create(header("s"))
+        await store.append("s", turn(0, text="é" * 300))
+        lines = [line async for line in export_lines(store, "s")]
+        longest = max(len(line.encode()) for line in lines)
+        with pytest.raises(InvalidEventError, match=r"line 3: the line is longer than"):
+            await import_lines(store, lines, as_id="cut", max_line_bytes=longest - 1)
+        assert [sid async for sid in store.session_ids()] == ["s"]  # nothing written
+        done = await import_lines(
+            store, [f"{line}\n" for line in lines], as_id="fits", max_line_bytes=longest
+        )
+        assert done.events == 6

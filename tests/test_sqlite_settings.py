@@ -130,12 +130,17 @@ async def test_new_database_file_is_private(tmp_path: Path) -> None:
 
 
 async def test_foreign_keys_cascade_from_sessions(tmp_path: Path) -> None:
+    """The store's connections have foreign keys on: past the trigger that keeps a session's
+    log (revision 0009), deleting its row cascades."""
+
+    def delete(c: Any) -> None:
+        c.execute(text("DROP TRIGGER trg_sessions_no_delete"))
+        c.execute(text("DELETE FROM sessions WHERE id = 's'"))
+
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
-        await run_maintenance(
-            store, lambda c: c.execute(text("DELETE FROM sessions WHERE id = 's'")), write=True
-        )
+        await run_maintenance(store, delete, write=True)
         count = await run_maintenance(
             store, lambda c: c.execute(text("SELECT COUNT(*) FROM session_events")).scalar_one()
         )

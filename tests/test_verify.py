@@ -324,13 +324,17 @@ async def test_verify_names_each_kind_of_damage(
     assert one.exit_code == 1
     report = json.loads(one.stdout)
     assert list(report) == ["victim"]
-    assert [(p["kind"], p["seq"]) for p in report["victim"]] == [(kind, seq)], report
+    found = [(p["kind"], p["seq"]) for p in report["victim"] if p["kind"] != "chain"]
+    assert found == [(kind, seq)], report
     assert fragment in report["victim"][0]["message"]
+    # and the row written past the triggers breaks the hash chain, at or before that seq
+    chain = [p["seq"] for p in report["victim"] if p["kind"] == "chain"]
+    assert len(chain) == 1 and chain[0] <= (seq if seq is not None else chain[0]), report
 
     every = await verify(damaged_db)
     assert every.exit_code == 1
     assert "✓ demo" in every.stdout
-    assert "✗ victim: 1 problem(s)" in every.stdout
+    assert "✗ victim: 2 problem(s)" in every.stdout
     assert f"seq {seq}: [{kind}] " in every.stdout and fragment in every.stdout
     assert "2 session(s) checked, 1 with problems" in every.stdout
     assert "Traceback" not in every.stdout + every.stderr
@@ -355,6 +359,7 @@ async def test_verify_reads_on_past_bad_rows(damaged_db: str) -> None:
         ("corrupt", chunk),
         ("format", chunk + 1),
         ("payload", second_user),
+        ("chain", 1),  # the first row rewritten past the triggers
     ]
 
 

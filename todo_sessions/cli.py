@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import errno
+import itertools
 import json
 import logging
 import os
@@ -231,6 +232,10 @@ def check_db(value: str, source: str = "--db") -> str:
     return text
 
 
+CHAIN_KEY_ENV = "TODO_SESSIONS_CHAIN_KEY"
+"""The secret every command keys the hash chain with, when set (docs/design.md, "The hash
+chain"); ``verify --key-env VAR`` reads another variable."""
+
 _PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
 """``?name=value`` at the end of a plain path: URL parameters that a path cannot take."""
 
@@ -272,6 +277,9 @@ class Context:
         self.err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
     def store(self, **options: Any) -> SessionStore:
+        """The store; its hash chain keyed with ``$TODO_SESSIONS_CHAIN_KEY`` when that is set
+        (or the ``chain_key`` option: ``verify --key-env``)."""
+        options.setdefault("chain_key", os.environ.get(CHAIN_KEY_ENV) or None)
         return SessionStore(self.db, schema=self.schema, table_prefix=self.table_prefix, **options)
 
     def run(self, work: Callable[[SessionStore], Awaitable[T]], **options: Any) -> T:
@@ -1128,18 +1136,50 @@ def recover_cmd(ctx: Context, file: Path) -> None:
 
 @main.command("verify")
 @click.argument("session_id", required=False)
+@click.option(
+    "--key-env",
+    metavar="VAR",
+    help="Recompute the hash chain keyed with the secret in this environment variable "
+    f"(default: ${CHAIN_KEY_ENV} when set, else a plain hash).",
+)
+@click.option(
+    "--against",
+    "against_file",
+    type=click.File("rb"),
+    help="An export of the session (its id: SESSION_ID or the file's): the stored chain must "
+    "match the file's, so a log rewritten or cut short since the export is found.",
+)
 @json_option
 @pass_ctx
-def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
-    """Check one session (or all): seqs, rows, payloads, structure, surface, answered calls.
-    Changes nothing; exits 1 when anything is wrong."""
+def verify_cmd(
+    ctx: Context,
+    session_id: str | None,
+    key_env: str | None,
+    against_file: IO[bytes] | None,
+    as_json: bool,
+) -> None:
+    """Check one session (or all): seqs, rows, payloads, structure, surface, answered calls,
+    the hash chain. Changes nothing; exits 1 when anything is wrong."""
+    options: dict[str, Any] = {}
+    if key_env is not None:
+        secret = os.environ.get(key_env)
+        if not secret:
+            ctx.fail(f"--key-env {key_env}: the environment variable {key_env} is not set")
+        options["chain_key"] = secret
+    against: dict[int, str] | None = None
+    file_problem: Problem | None = None
+    if against_file is not None:
+        session_id, against, file_problem = _file_chain(ctx, against_file, session_id, options)
 
     async def work(store: SessionStore) -> VerifyReport:
         if session_id is not None:
-            return VerifyReport(sessions={session_id: await verify_session(store, session_id)})
+            found = await verify_session(store, session_id, against=against)
+            if file_problem is not None:
+                found.insert(0, file_problem)
+            return VerifyReport(sessions={session_id: found})
         return await verify_all(store)
 
-    report = ctx.run(work)
+    report = ctx.run(work, **options)
     bad = {sid: problems for sid, problems in report.sessions.items() if errors_of(problems)}
     if as_json:
         # {session id: [problems]}; problems of the database as a whole, when there are
@@ -1166,6 +1206,28 @@ def verify_cmd(ctx: Context, session_id: str | None, as_json: bool) -> None:
         ctx.out.print(checked)
     if not report.ok:
         sys.exit(1)
+
+
+def _file_chain(
+    ctx: Context, file: IO[bytes], session_id: str | None, options: dict[str, Any]
+) -> tuple[str, dict[int, str], Problem | None]:
+    """The session id, the chain values of an export file (by seq) and, when its events do
+    not lead to the chain head its header line carries, that problem."""
+    from .core.chain import derive_key
+    from .jsonl import declared_chain, file_chain, file_chain_problem
+
+    secret = options.get("chain_key", os.environ.get(CHAIN_KEY_ENV) or None)
+    key = derive_key(secret) if secret else b""
+    try:
+        with closing(utf8_lines(file)) as lines:
+            first = next(lines, "")
+            header, events = parse_lines(itertools.chain([first], lines))
+    except TodoSessionsError as exc:
+        ctx.fail(f"--against: {exc}")
+    computed = file_chain(header, events, key)
+    problem = file_chain_problem(declared_chain(first), computed)
+    found = Problem(None, "chain", f"--against file: {problem}") if problem else None
+    return session_id or header.id, computed, found
 
 
 def _problem_json(problem: Problem) -> dict[str, Any]:

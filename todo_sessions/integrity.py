@@ -13,6 +13,7 @@ surface, answered calls, an interrupted last turn). It changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -125,8 +126,12 @@ async def verify_checkpoints(
     return problems
 
 
-async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
-    """Every problem of one stored session (empty: healthy)."""
+async def verify_session(
+    store: SessionStore, session_id: str, *, against: Mapping[int, str] | None = None
+) -> list[Problem]:
+    """Every problem of one stored session (empty: healthy). The hash chain is recomputed
+    with the store's ``chain_key`` (`SessionStore.chain_break`; ``against``: chain values
+    kept elsewhere, by seq)."""
     events, unreadable = await _read_damaged(store, session_id)
     if any(p.kind == "lost" or (p.seq is None and p.kind == "format") for p in unreadable):
         return unreadable
@@ -145,6 +150,9 @@ async def verify_session(store: SessionStore, session_id: str) -> list[Problem]:
         )
     bad = {p.seq for p in unreadable if p.seq is not None}
     problems += verify_events(events, unreadable=bad)
+    broken = await store.chain_break(session_id, against=against)
+    if broken is not None:
+        problems.append(Problem(broken[0], "chain", broken[1]))
     if not problems:
         problems += await verify_checkpoints(store, session_id, events)
     if not errors_of(problems):  # derived data: a stale index is a warning (`reindex`)

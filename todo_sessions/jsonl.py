@@ -16,10 +16,12 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from .core.catalog import FORMAT_VERSION, validate_event
+from .core.chain import chain_values
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader, shown
 from .core.jsonvalue import LosslessJSONError, decode_json
@@ -27,14 +29,19 @@ from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
 from .errors import InvalidEventError, StructureError
+from .store.codec import event_row, header_row
 from .store.store import SessionStore
 
 __all__ = [
     "KIND",
+    "MAX_LINE_BYTES",
     "REFERENCE_HEADER_TYPE",
     "ImportResult",
+    "declared_chain",
     "event_lines",
     "export_lines",
+    "file_chain",
+    "file_chain_problem",
     "header_line",
     "import_lines",
     "numbered_lines",
@@ -68,24 +75,80 @@ _REFERENCE_HEADER_KEYS = {
 Progress = Callable[[int], None]
 
 
-def header_line(header: SessionHeader) -> str:
-    return json.dumps(
-        {"kind": KIND, "formatVersion": header.format_version, "header": header.to_wire()},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+def header_line(header: SessionHeader, chain: tuple[int, str | None] | None = None) -> str:
+    """The header line; ``chain``: ``(seq, value)`` of the last event's hash chain value
+    (`SessionStore.chain_head`), carried as ``"chain": {"seq": ..., "head": ...}``."""
+    head: dict[str, Any] = {
+        "kind": KIND,
+        "formatVersion": header.format_version,
+        "header": header.to_wire(),
+    }
+    if chain is not None:
+        head["chain"] = {"seq": chain[0], "head": chain[1]}
+    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
 
 
 async def export_lines(
     store: SessionStore, session_id: str, *, progress: Progress | None = None
 ) -> AsyncIterator[str]:
-    """The JSONL lines (without newlines) of a stored session, read page by page."""
+    """The JSONL lines (without newlines) of a stored session, read page by page: the header
+    line carries the chain value of the last event exported (docs/format.md, "The hash
+    chain"); events appended meanwhile are not exported."""
     header = await store.header(session_id)
-    yield header_line(header)
-    async for event in store.stream(session_id):
-        yield event.to_json()
-        if progress is not None:
-            progress(1)
+    chain = await store.chain_head(session_id)
+    yield header_line(header, chain)
+    if chain is None:
+        return
+    last = chain[0]
+    events = store.stream(session_id)
+    async with aclosing(events):  # type: ignore[type-var]  # an async generator
+        async for event in events:
+            yield event.to_json()
+            if progress is not None:
+                progress(1)
+            if event.seq >= last:
+                break
+
+
+def file_chain(
+    header: SessionHeader, events: Iterable[SessionEvent], key: bytes = b""
+) -> dict[int, str]:
+    """The hash chain value of each event of a file, by seq, computed from its lines (`key`:
+    `core.chain.derive_key` of the secret the database's chain was keyed with)."""
+    rows = (event_row(header.id, e) for e in events)
+    return dict(enumerate(chain_values(header_row(header), rows, key)))
+
+
+def declared_chain(text: str) -> tuple[int, str | None] | None:
+    """``(seq, value)`` that an export's header line carries, or None (an older export, a
+    reference file, a session without events)."""
+    try:
+        head = decode_json(text.removeprefix("\ufeff"))
+    except LosslessJSONError:
+        return None
+    chain = head.get("chain") if isinstance(head, dict) else None
+    if not isinstance(chain, dict) or type(chain.get("seq")) is not int:
+        return None
+    value = chain.get("head")
+    return chain["seq"], value if isinstance(value, str) else None
+
+
+def file_chain_problem(
+    declared: tuple[int, str | None] | None, computed: dict[int, str]
+) -> str | None:
+    """Why a file's events do not lead to the chain head its header line carries (they, or
+    its header, were edited after the export), or None."""
+    if declared is None:
+        return None
+    seq, value = declared
+    if computed.get(seq) != value:
+        return (
+            f"the file's events do not lead to the chain value its header line carries for "
+            f"seq {seq}: the file was edited after the export (or chained with another key)"
+        )
+    if max(computed, default=-1) > seq:
+        return f"the file holds events past seq {seq}, the last its export carried"
+    return None
 
 
 def _fail(line: int, message: str) -> InvalidEventError:
@@ -114,14 +177,39 @@ def event_lines(
         yield number, event
 
 
-def numbered_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
-    """``(line number, text)``; undecodable input is an `InvalidEventError` naming its line."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line `import_lines` / `parse_lines` take by default (64 MiB of UTF-8), as the
+CLI's ``import --max-line-bytes``."""
+
+
+def _too_long(line: str | bytes, limit: int) -> bool:
+    """Whether ``line`` holds more than ``limit`` bytes of UTF-8, its line ending aside."""
+    size = len(line)
+    if isinstance(line, str):
+        if size * 4 <= limit + 2:  # at most 4 bytes a character: no need to encode
+            return False
+        line = line.encode("utf-8", "surrogatepass")
+    ending = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0
+    return len(line) - ending > limit
+
+
+def numbered_lines(
+    lines: Iterable[str | bytes], max_line_bytes: int | None = None
+) -> Iterator[tuple[int, str]]:
+    """``(line number, text)``; undecodable input, or a line longer than ``max_line_bytes``
+    (UTF-8, its newline aside), is an `InvalidEventError` naming its line."""
     iterator = iter(lines)
     number = 0
     while True:
         number += 1
         try:
             line = next(iterator)
+            if max_line_bytes is not None and _too_long(line, max_line_bytes):
+                raise _fail(
+                    number,
+                    f"the line is longer than {max_line_bytes} bytes (the limit: "
+                    "max_line_bytes), nothing imported",
+                )
             if isinstance(line, bytes | bytearray):
                 line = bytes(line).decode("utf-8")
         except StopIteration:
@@ -233,12 +321,16 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def parse_lines(
-    lines: Iterable[str | bytes], *, progress: Progress | None = None
+    lines: Iterable[str | bytes],
+    *,
+    progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> tuple[SessionHeader, list[SessionEvent]]:
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
     line number. Each event is checked as an append would check it (payload, surface rules)
-    and against the turn/step structure, so what imports is what `verify` accepts."""
-    numbered = numbered_lines(lines)
+    and against the turn/step structure, so what imports is what `verify` accepts. A line
+    over ``max_line_bytes`` (None: no limit) is refused before it is parsed."""
+    numbered = numbered_lines(lines, max_line_bytes)
     first = next(numbered, None)
     if first is None:
         raise _fail(1, "empty file: expected a header line")
@@ -273,13 +365,15 @@ async def import_lines(
     *,
     as_id: str | None = None,
     progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> ImportResult:
     """Validate every line, then store the session in one transaction.
 
     Importing an id that already exists is refused (`SessionExistsError`) unless ``as_id``
-    gives a new one.
+    gives a new one; a line longer than ``max_line_bytes`` (default 64 MiB; None: no limit)
+    is refused with nothing written (`InvalidEventError` naming it).
     """
-    header, events = parse_lines(lines, progress=progress)
+    header, events = parse_lines(lines, progress=progress, max_line_bytes=max_line_bytes)
     if as_id is not None:
         header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
     if not events:

@@ -1,7 +1,7 @@
 """full-text search index
 
 Revision ID: 0010
-Revises: 0007
+Revises: 0009
 Create Date: 2026-12-02
 
 ``search_text(id, session_id, seq, kind, body)``: one row per event and kind with text
@@ -30,7 +30,7 @@ from todo_sessions.store.schema import SEARCH_FTS, define_tables
 from todo_sessions.store.search import fill_index
 
 revision: str = "0010"
-down_revision: str | None = "0007"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -31,8 +31,8 @@ class Problem:
     ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
     ``orphan`` (events without a session row), ``lost`` (events the store acknowledged that
     the database no longer has: `AcknowledgedEventsLostError`), ``database`` (the database's
-    own check) and ``search-index`` (a warning: the search index does not match the log;
-    ``reindex``)."""
+    own check), ``chain`` (the hash chain breaks there: `SessionStore.chain_break`) and
+    ``search-index`` (a warning: the search index does not match the log; ``reindex``)."""
     message: str
     warning: bool = False
     """A warning, not an error: the log is valid (it imports, and `VerifyReport.ok` holds), but

@@ -14,6 +14,7 @@ from typing import Any, Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL
 
+from ..core.chain import derive_key
 from ..core.header import SessionHeader
 from ..core.jsonvalue import decode_json
 from ..core.structure import StructureChecker
@@ -79,7 +80,10 @@ class StoreCore:
         reconnect_timeout: float | None = None,
         replica_wait: float = 1.0,
         search_index: bool = True,
+        chain_key: str | bytes | None = None,
     ) -> None:
+        self._chain_key = b"" if chain_key is None else derive_key(chain_key)
+        """The hash chain's key (`core.chain.derive_key`; empty: a plain hash)."""
         self._target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
             self._target, schema=schema, table_prefix=table_prefix
@@ -96,6 +100,10 @@ class StoreCore:
             raise ValueError("reconnect_timeout and replica_wait must be >= 0")
         self._reconnect_timeout = float(reconnect_timeout)
         self._replica_wait = float(replica_wait)
+        if self._target.read_only:  # ``?mode=ro``
+            if read_only is False:
+                raise ValueError("read_only=False contradicts mode=ro in the database URL")
+            read_only = True
         if read_only is None:  # an existing SQLite file we may not write: read it read-only
             path = self._target.path
             read_only = path is not None and path.is_file() and not _writable(path)
@@ -120,6 +128,11 @@ class StoreCore:
     def url(self) -> str:
         """The database URL (password masked)."""
         return self._target.render()
+
+    @property
+    def keyed(self) -> bool:
+        """Whether this store chains (and verifies) its events with a key."""
+        return bool(self._chain_key)
 
     @property
     def dialect(self) -> str:

@@ -1,6 +1,7 @@
 """An append prepared for the database (`AppendBatch`), and the steps of the append
-transaction that are the same on every backend (`check_batch_start`, `new_session_values`,
-`after_append`). Each backend writes the transaction itself once, on its own driver.
+transaction that are the same on every backend (`check_batch_start`, `chain_rows`,
+`new_session_values`, `after_append`). Each backend writes the transaction itself once, on
+its own driver.
 """
 
 from __future__ import annotations
@@ -8,13 +9,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
+from hashlib import blake2b
 from typing import Any
 
+from ..core.chain import CHAIN_SIZE, event_text, genesis
 from ..core.envelope import SessionEvent
 from ..core.jsonvalue import canonical_json
 from ..core.meta import MetaChange, fold_title
 from ..core.search import INDEXED_TYPES, index_rows
-from ..errors import SeqConflictError
+from ..errors import CorruptSessionError, SeqConflictError
 from .leases import Lease
 
 __all__ = [
@@ -22,6 +26,7 @@ __all__ = [
     "AppendOutcome",
     "Projection",
     "after_append",
+    "chain_rows",
     "check_batch_start",
     "new_session_values",
     "projection_of",
@@ -73,7 +78,8 @@ class AppendBatch:
     store clock's time for ``updated_at``; ``lease``, when given, is checked inside the append
     transaction (`leases.check`); ``projection``, when given, is applied after the events are
     inserted (a batch without ``session/meta`` or ``todo/write`` events has none); ``search``
-    rows are written with the events (`search_rows`).
+    rows are written with the events (`search_rows`); ``chain_key`` keys the hash chain
+    (`core.chain.derive_key`; empty: a plain hash).
     """
 
     session_id: str
@@ -84,6 +90,7 @@ class AppendBatch:
     projection: Projection | None = None
     search: Sequence[dict[str, Any]] = ()
     """The search index rows of the batch's events (`core.search.index_rows`)."""
+    chain_key: bytes = b""
 
     @property
     def first_seq(self) -> int:
@@ -103,6 +110,37 @@ def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
     """A batch must start exactly at the stored next seq."""
     if first_seq != next_seq:
         raise SeqConflictError(session_id, first_seq, next_seq)
+
+
+_plain = partial(blake2b, digest_size=CHAIN_SIZE)
+
+
+def chain_rows(batch: AppendBatch, previous: str | None) -> None:
+    """Set each row's ``chain`` (`core.chain`), inside the append transaction: ``previous`` is
+    the stored chain value of the event before the batch (read with the next seq); a batch at
+    seq 0 starts from its header. A predecessor without one (written outside todo_sessions)
+    is refused: the chain cannot go on from it."""
+    key, rows = batch.chain_key, batch.rows
+    digest = partial(blake2b, digest_size=CHAIN_SIZE, key=key) if key else _plain
+    first = rows[0]["seq"]
+    if first == 0:
+        if batch.header is None:
+            raise CorruptSessionError(
+                batch.session_id, 0, "the session row exists without events; cannot chain"
+            )
+        value = genesis(batch.header, key)
+    elif previous is None:
+        raise CorruptSessionError(
+            batch.session_id,
+            first - 1,
+            "the stored event has no chain value; it was written outside todo_sessions (run "
+            "`todo-sessions verify`)",
+        )
+    else:
+        value = bytes.fromhex(previous)
+    for row in rows:
+        value = digest(value + event_text(row)).digest()
+        row["chain"] = value.hex()
 
 
 def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:

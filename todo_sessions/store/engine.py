@@ -79,6 +79,8 @@ class StoreURL:
     replica: str | None = None
     """The ``replica`` URL parameter (``host:port[,host:port]``): a read replica's hosts, the
     rest of the URL the same (`replica_url`)."""
+    read_only: bool = False
+    """An SQLite URL with ``?mode=ro``: open the file read-only (it must exist)."""
 
     @property
     def memory(self) -> bool:
@@ -113,6 +115,9 @@ def _given(url: str | URL | os.PathLike[str]) -> str:
     return mask_password(os.fspath(url))
 
 
+_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
+"""``?name=value`` ending a plain path: URL parameters, which a path cannot take."""
+
 NAMESPACE_PARAMETERS = ("schema", "table_prefix")
 """URL parameters that name a namespace (docs/design.md, "Namespaces"), never the driver's."""
 
@@ -142,6 +147,11 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
     given = _given(url)
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
         path = Path(os.fspath(url)).expanduser().absolute()
+        if _PATH_QUERY.search(path.name) and not path.exists():
+            raise ValueError(
+                f"{given!r} is a file path with a query string: a plain path takes no "
+                "parameters (the file would be named with them); use a sqlite:/// URL"
+            )
         return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
     hosts: tuple[tuple[str, int], ...] = ()
     if isinstance(url, str):
@@ -153,12 +163,16 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
         if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
             return StoreURL(parsed, "sqlite", None, **names, given=given)  # type: ignore[arg-type]
         path = Path(database).expanduser().absolute()
+        mode = parsed.query.get("mode")
+        if mode not in (None, "ro", "rw", "rwc"):
+            raise ValueError(f"mode={mode} in an SQLite URL: use ro, rw or rwc (or memory)")
         return StoreURL(
             parsed.set(database=str(path)),
             "sqlite",
             path,
             **names,  # type: ignore[arg-type]
             given=given,
+            read_only=mode == "ro",
         )
     if backend in ("postgresql", "postgres"):
         query = dict(parsed.query)

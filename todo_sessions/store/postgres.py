@@ -60,6 +60,7 @@ from .batch import (
     AppendBatch,
     AppendOutcome,
     after_append,
+    chain_rows,
     check_batch_start,
     new_session_values,
 )
@@ -608,6 +609,10 @@ async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T
 
 
 async def _delete(driver: Any, sql: WriteStatements, session_id: str) -> bool:
+    """Release the log, delete its events, then the session row (revision 0009's triggers
+    refuse any other order)."""
+    await driver.execute(sql.release_log.sql, *sql.release_log.args({"session_id": session_id}))
+    await driver.execute(sql.delete_events.sql, session_id)
     status = await driver.execute(sql.delete.sql, session_id)
     await driver.execute(sql.delete_lease.sql, session_id)
     return _rowcount(status) > 0
@@ -693,8 +698,9 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
             # A concurrent first append may win the insert; the locked read decides.
             await driver.execute(_SQL.insert_session.sql, *_SQL.insert_session.args(values))
             state = await driver.fetchrow(_SQL.state.sql, session_id)
-        next_seq, revision, incarnation = state
+        next_seq, revision, incarnation, previous = state
         check_batch_start(session_id, rows[0]["seq"], next_seq)
+        chain_rows(batch, previous)
         args = _SQL.insert_events.args
         await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
         if batch.search:

@@ -7,7 +7,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Select, Table, Text, bindparam, case, false, select, true, tuple_
+from sqlalchemy import (
+    Boolean,
+    Select,
+    Table,
+    Text,
+    bindparam,
+    case,
+    false,
+    literal_column,
+    select,
+    true,
+    tuple_,
+)
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
 from .schema import DEFAULT_TABLES, Tables
@@ -62,7 +74,8 @@ class Queries:
     tables: Tables
     select_store_id: Select[Any]
     append_state: Select[Any]
-    """The stored next seq, read under a row lock (PostgreSQL; SQLite holds the write lock)."""
+    """The stored next seq (and the chain value of the event before it), read under a row
+    lock (PostgreSQL; SQLite holds the write lock)."""
     lease_state: Select[Any]
     """What an append under a lease checks (PostgreSQL: ``FOR SHARE``, so a takeover waits)."""
     insert_events: Insert
@@ -73,8 +86,12 @@ class Queries:
     delete_tags: Delete
     insert_tag: Insert
     select_header: Select[Any]
+    release_log: Update
+    """The first step of a delete: next seq 0, so the triggers let its events go (0009)."""
+    delete_events: Delete
     delete_session: Delete
-    """Remove a session; its events follow through the foreign key's ON DELETE CASCADE."""
+    """Remove a session once its events are gone (a trigger refuses it before: 0009); its
+    tags and checkpoints follow through the foreign keys' ON DELETE CASCADE."""
     delete_lease: Delete
     """A deleted session's lease goes with it (it has no foreign key: see `schema`)."""
     lease_row: Select[Any]
@@ -137,12 +154,17 @@ def build_queries(tables: Tables) -> Queries:
     sessions, events, tags = tables.sessions, tables.session_events, tables.session_tags
     leases, state = tables.session_leases, tables.store_state
     checkpoints = tables.session_checkpoints
-    se, tg, le, cp = sessions.c, tags.c, leases.c, checkpoints.c
+    se, tg, le, cp, ev = sessions.c, tags.c, leases.c, checkpoints.c, events.c
     sid: Any = bindparam("session_id")
+    previous_chain = (
+        select(ev.chain)
+        .where(ev.session_id == se.id, ev.seq == se.next_seq - literal_column("1"))
+        .scalar_subquery()
+    )
     return Queries(
         tables=tables,
         select_store_id=select(state.c.store_id).where(state.c.id == 1),
-        append_state=select(se.next_seq, se.revision, se.incarnation)
+        append_state=select(se.next_seq, se.revision, se.incarnation, previous_chain)
         .where(se.id == bindparam("session_id"))
         .with_for_update(),
         lease_state=select(le.owner, le.epoch, le.expires_at)
@@ -168,6 +190,8 @@ def build_queries(tables: Tables) -> Queries:
         delete_tags=tags.delete().where(tg.session_id == bindparam("session_id")),
         insert_tag=tags.insert().values(session_id=bindparam("session_id"), tag=bindparam("tag")),
         select_header=select(sessions).where(se.id == bindparam("session_id")),
+        release_log=sessions.update().where(se.id == sid).values(next_seq=literal_column("0")),
+        delete_events=events.delete().where(ev.session_id == sid),
         delete_session=sessions.delete().where(se.id == bindparam("session_id")),
         delete_lease=leases.delete().where(le.session_id == bindparam("session_id")),
         lease_row=select(
@@ -278,6 +302,8 @@ class WriteStatements:
     """Every write of a backend but the append's, compiled once for its driver: deletes,
     leases, checkpoints."""
 
+    release_log: Compiled
+    delete_events: Compiled
     delete: Compiled
     delete_lease: Compiled
     lease_row: Compiled
@@ -298,6 +324,8 @@ def compile_writes(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> WriteSta
         return Compiled(*compile_positional(statement, dialect))
 
     return WriteStatements(
+        release_log=compiled(queries.release_log),
+        delete_events=compiled(queries.delete_events),
         delete=compiled(queries.delete_session),
         delete_lease=compiled(queries.delete_lease),
         lease_row=compiled(queries.lease_row),

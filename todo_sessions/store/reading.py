@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..core.chain import event_text, genesis, link
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.messages import Message
@@ -60,6 +62,74 @@ class Reading(StoreCore):
         return StoredLog(
             header_from_row(row), tuple(events), self._token(row["incarnation"], row["revision"])
         )
+
+    async def head(self, session_id: str) -> str | None:
+        """The chain value of the session's last event (docs/design.md, "The hash chain"):
+        kept elsewhere, it lets `chain_break` (``verify``) tell a log rewritten or cut short
+        after it was read. None for a session with no events yet (created, never appended)."""
+        found = await self.chain_head(session_id)
+        return None if found is None else found[1]
+
+    async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
+        """``(seq, chain value)`` of the session's last event, or None (see `head`)."""
+        check_session_id(session_id)
+        try:
+            return await self._call(
+                f"reading session {session_id!r}", lambda r: r.chain_head(session_id)
+            )
+        except SessionNotFoundError:
+            if session_id in self._pending:
+                return None
+            raise
+
+    async def chain_break(
+        self, session_id: str, *, against: Mapping[int, str] | None = None
+    ) -> tuple[int, str] | None:
+        """The first seq where the session's hash chain breaks, and why; None when it holds.
+
+        Recomputes the chain (with this store's ``chain_key``) from the header and every stored
+        event, page by page, against the chain values stored with them. ``against``: chain
+        values of the same session kept elsewhere, by seq (a `head` kept by a harness, or every
+        value of an exported file: `jsonl.file_chain`): a stored value that differs from one of
+        them, or a log that ends before the last of them, is a break too (a log rewritten with
+        its chain recomputed, or cut short, is found only so).
+        """
+        check_session_id(session_id)
+        key, size = self._chain_key, self.page_size
+        value: bytes | None = None
+        seq = 0
+        while True:
+            row, page = await self._call(
+                f"reading session {session_id!r}",
+                lambda r, start=seq: r.read_chain(session_id, start, size),  # type: ignore[misc]
+            )
+            if value is None:
+                value = genesis(row, key)
+            for stored in page:
+                if stored["seq"] != seq:
+                    return seq, f"seq {seq} is missing"
+                value = link(value, event_text(stored), key)
+                kept = stored["chain"]
+                if kept is None:
+                    return seq, "the event has no chain value (written outside todo_sessions)"
+                if kept != value.hex():
+                    return seq, (
+                        "the chain breaks here: this event (at seq 0: or the header) was "
+                        "changed, moved or inserted outside todo_sessions, or the log was "
+                        "chained with another key (or none)"
+                    )
+                if against and against.get(seq, kept) != kept:
+                    return seq, "the chain differs from the one kept elsewhere (the log was "
+                    "rewritten at or before this seq)"
+                seq += 1
+            if len(page) < size or seq >= row["next_seq"]:
+                break
+        if against and max(against) >= seq:
+            return seq, (
+                f"the log ends before seq {seq}, but a chain value of seq {max(against)} was "
+                "kept elsewhere: its tail was cut off"
+            )
+        return None
 
     async def _session(self, session_id: str) -> dict[str, Any]:
         check_session_id(session_id)

@@ -32,6 +32,8 @@ __all__ = [
     "ListFilters",
     "Rows",
     "append_outcome",
+    "chain_head",
+    "chain_rows",
     "checkpoint_list",
     "checkpoint_texts",
     "compile_reads",
@@ -137,6 +139,10 @@ def read_statements(queries: Queries) -> dict[str, Any]:
         "lease_holder": select(*(tables.session_leases.c[n] for n in LEASE_COLUMNS)).where(
             tables.session_leases.c.session_id == _SID
         ),
+        "chain_rows": select(*event_columns, ev.chain)
+        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
+        .order_by(ev.seq),
+        "chain_at": select(ev.chain).where(ev.session_id == _SID, ev.seq == bindparam("seq")),
         "past_end": select(ev.seq)
         .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
         .order_by(ev.seq)
@@ -320,6 +326,41 @@ def session_ids(rows: Rows, table: str, after: str, limit: int) -> list[str]:
     "events"``) from the events themselves."""
     name = "ids_of_events" if table == "events" else "ids_of_sessions"
     return [row[0] for row in rows.fetch(name, {"after": after, "limit": limit})]
+
+
+CHAIN_FIELDS = (
+    "seq",
+    "type",
+    "time",
+    "data",
+    "surface_op",
+    "source_event_seqs",
+    "ignorable",
+    "chain",
+)
+"""The columns of a `chain_rows` row: what `core.chain.event_text` hashes, and the value."""
+
+
+def chain_rows(
+    rows: Rows, session_id: str, from_seq: int, limit: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The session row and the stored text and chain value of its events from ``from_seq``
+    (at most ``limit``, below its next seq), undecoded: `verify` recomputes the chain."""
+    row = read_session(rows, session_id, check_format=False)
+    upto = min(row["next_seq"], from_seq + limit)
+    if from_seq >= upto:
+        return row, []
+    found = rows.fetch("chain_rows", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
+    return row, [dict(zip(CHAIN_FIELDS, r, strict=True)) for r in found]
+
+
+def chain_head(rows: Rows, session_id: str) -> tuple[int, str | None] | None:
+    """``(seq, chain value)`` of the session's last event (None: it has none)."""
+    last = read_session(rows, session_id, check_format=False)["next_seq"] - 1
+    if last < 0:
+        return None
+    found = rows.fetch("chain_at", {"session_id": session_id, "seq": last})
+    return last, (found[0][0] if found else None)
 
 
 def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:

@@ -185,6 +185,18 @@ class Recorder(Protocol):
         """``(seq, decoded data)`` of each ``assistant/message``."""
         ...
 
+    async def read_chain(
+        self, session_id: str, from_seq: int, limit: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The ``sessions`` row and, undecoded, the stored fields and ``chain`` of its events
+        from ``from_seq`` (at most ``limit``, below its next seq; `reads.CHAIN_FIELDS`)."""
+        ...
+
+    async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
+        """``(seq, chain value)`` of the last event (None: no events;
+        `SessionNotFoundError` for an unknown id)."""
+        ...
+
     async def seqs_past_end(self, session_id: str, limit: int) -> list[int]:
         """Seqs of event rows at or after the session's stored next seq."""
         ...

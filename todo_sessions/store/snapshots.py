@@ -75,6 +75,14 @@ class SnapshotReads:
     async def usage_payloads(self, session_id: str) -> list[tuple[int, Any]]:
         return await self._snapshot(reads.usage_payloads, session_id)
 
+    async def read_chain(
+        self, session_id: str, from_seq: int, limit: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return await self._snapshot(reads.chain_rows, session_id, from_seq, limit)
+
+    async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
+        return await self._snapshot(reads.chain_head, session_id)
+
     async def seqs_past_end(self, session_id: str, limit: int) -> list[int]:
         return await self._snapshot(reads.seqs_past_end, session_id, limit)
 

@@ -78,6 +78,7 @@ import asyncio
 import contextlib
 import functools
 import operator
+import os
 import queue
 import sqlite3
 import threading
@@ -85,6 +86,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
@@ -101,6 +103,7 @@ from .batch import (
     AppendBatch,
     AppendOutcome,
     after_append,
+    chain_rows,
     check_batch_start,
     new_session_values,
 )
@@ -200,7 +203,7 @@ def connect_sqlite(target: StoreURL, options: SQLiteOptions) -> sqlite3.Connecti
     """A ``sqlite3`` connection with the store's settings and no implicit transactions."""
     timeout = options.busy_timeout_ms / 1000
     if target.path is not None and options.read_only:
-        uri = f"{target.path.as_uri()}?mode=ro"
+        uri = f"{target.path.as_uri()}?mode=ro{_immutable(target.path)}"
         conn = sqlite3.connect(
             uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
         )
@@ -237,6 +240,17 @@ def own_lock_waits(target: StoreURL, options: SQLiteOptions) -> bool:
     at its BEGIN IMMEDIATE (readers never hold one a writer needs; a rollback journal's COMMIT
     waits for readers, so there SQLite's busy timeout stays)."""
     return target.path is not None and options.journal_mode.upper() == "WAL"
+
+
+def _immutable(path: Path) -> str:
+    """``&immutable=1`` for a file in a directory this process may not write, with no WAL
+    file beside it: SQLite cannot create the ``-shm`` file a WAL database needs even to be
+    read, and nobody can change the file without creating its ``-wal`` in that directory
+    first (docs/design.md, "Read-only databases")."""
+    wal = path.with_name(path.name + "-wal")
+    if os.access(path.parent, os.W_OK | os.X_OK) or wal.exists():
+        return ""
+    return "&immutable=1"
 
 
 def _set_journal_mode(conn: sqlite3.Connection, pragma: str, patience: float) -> None:
@@ -518,10 +532,11 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
             raise SessionNotFoundError(session_id, "create it before the first append")
         values = new_session_values(batch.header, batch.now)
         conn.execute(_SQL.insert_session.sql, _SQL.insert_session.args(values))
-        state = (0, 0, values["incarnation"])
-    next_seq, revision, incarnation = state
+        state = (0, 0, values["incarnation"], None)
+    next_seq, revision, incarnation, previous = state
     rows = batch.rows
     check_batch_start(session_id, rows[0]["seq"], next_seq)
+    chain_rows(batch, previous)
     conn.executemany(_SQL.insert_events.sql, map(_row_getter(_SQL.insert_events.names), rows))
     if batch.search:
         _index(conn, batch, _SQL)
@@ -628,6 +643,10 @@ def _in_write_transaction(
 
 
 def _delete(conn: sqlite3.Connection, sql: WriteStatements, session_id: str) -> bool:
+    """Release the log, delete its events, then the session row (revision 0009's triggers
+    refuse any other order)."""
+    conn.execute(sql.release_log.sql, sql.release_log.args({"session_id": session_id}))
+    conn.execute(sql.delete_events.sql, (session_id,))
     deleted = conn.execute(sql.delete.sql, (session_id,)).rowcount
     conn.execute(sql.delete_lease.sql, (session_id,))
     return deleted > 0
@@ -767,7 +786,7 @@ class _Readers:
             self._inline_ok = False
             return None
         if self._options.read_only:
-            uri, name = True, f"{target.path.as_uri()}?mode=ro"
+            uri, name = True, f"{target.path.as_uri()}?mode=ro{_immutable(target.path)}"
         else:
             uri, name = False, str(target.path)
         conn = sqlite3.connect(

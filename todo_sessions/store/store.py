@@ -45,7 +45,10 @@ class SessionStore(Retention, Finding, Repair, Streams, Leasing):
     ``read_url`` (or the URL's ``?replica=host:port``): a read replica for replay, list and
     follow, still reading this store's own writes (it waits up to ``replica_wait`` seconds
     for the replica, then reads the primary). docs/design.md, "Scaling out". ``clock`` (Unix
-    epoch ms, default the wall clock) stamps ``updated_at`` of appends and ``created_at`` of forks.
+    epoch ms, default the wall clock) stamps ``updated_at`` of appends and ``created_at`` of
+    forks. ``chain_key`` (a secret the database does not hold) keys the hash chain of the
+    events this store appends and verifies (`head`, docs/design.md, "The hash chain");
+    without it the chain is a plain hash.
 
     Namespaces (docs/design.md, "Namespaces"): ``schema="agent"`` (PostgreSQL) puts every
     table, trigger and the version table in that schema, created by the migrations;

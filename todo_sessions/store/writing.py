@@ -116,6 +116,7 @@ class Writing(Reading):
             lease,
             None if change is None else projection_of(session_id, change),
             search_rows(session_id, batch) if self._search_index else (),
+            self._chain_key,
         )
         try:
             incarnation, revision, _ = await recorder.append(prepared)
