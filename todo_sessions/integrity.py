@@ -126,6 +126,17 @@ async def verify_checkpoints(
     return problems
 
 
+async def _chain_problems(
+    store: SessionStore, session_id: str, against: Mapping[int, str] | None
+) -> list[Problem]:
+    """Where the hash chain breaks (`SessionStore.chain_break`), as a problem."""
+    try:
+        broken = await store.chain_break(session_id, against=against)
+    except AcknowledgedEventsLostError:  # reported already, as ``lost``
+        return []
+    return [] if broken is None else [Problem(broken[0], "chain", broken[1])]
+
+
 async def verify_session(
     store: SessionStore, session_id: str, *, against: Mapping[int, str] | None = None
 ) -> list[Problem]:
@@ -133,7 +144,9 @@ async def verify_session(
     with the store's ``chain_key`` (`SessionStore.chain_break`; ``against``: chain values
     kept elsewhere, by seq)."""
     events, unreadable = await _read_damaged(store, session_id)
-    if any(p.kind == "lost" or (p.seq is None and p.kind == "format") for p in unreadable):
+    if any(p.kind == "lost" for p in unreadable):  # the events cannot be read; the chain can
+        return unreadable + await _chain_problems(store, session_id, against)
+    if any(p.seq is None and p.kind == "format" for p in unreadable):
         return unreadable
     past_end = await store.seqs_past_end(session_id)
     problems = list(unreadable)
@@ -150,9 +163,7 @@ async def verify_session(
         )
     bad = {p.seq for p in unreadable if p.seq is not None}
     problems += verify_events(events, unreadable=bad)
-    broken = await store.chain_break(session_id, against=against)
-    if broken is not None:
-        problems.append(Problem(broken[0], "chain", broken[1]))
+    problems += await _chain_problems(store, session_id, against)
     if not problems:
         problems += await verify_checkpoints(store, session_id, events)
     if not errors_of(problems):  # derived data: a stale index is a warning (`reindex`)
