@@ -1,6 +1,6 @@
 """Ready to shard by session (docs/design.md, "Scaling out"): every statement of the append,
 read, lease and checkpoint paths, as compiled for PostgreSQL, touches one table and filters it
-by one session id, so on a distributed engine (Citus: tables distributed and co-located by
+by one session id (or joins co-located tables on the session key, one of them filtered so), so on a distributed engine (Citus: tables distributed and co-located by
 session id) each statement runs on one shard. The listings across sessions are the named
 exceptions (a fan-out), the store id the one reference table."""
 
@@ -40,8 +40,10 @@ def single_session_problem(sql: str, names: tuple[str, ...]) -> str | None:
     """Why ``sql`` (positional parameters ``names``) is not a one-session statement, or None."""
     sql = " ".join(sql.split())
     tables = set(_TABLE.findall(sql))
-    if len(tables) != 1:
-        return f"touches {sorted(tables)}, not one table"
+    if len(tables) > 1:
+        return co_located_problem(sql, names, tables)
+    if not tables:
+        return "touches no table"
     table = tables.pop()
     key = SESSION_KEY.get(table)
     if key is None:
@@ -62,6 +64,31 @@ def single_session_problem(sql: str, names: tuple[str, ...]) -> str | None:
         return f"the WHERE clause does not start with {table}.{key} = $n"
     if names[int(found[1]) - 1] not in SESSION_PARAMETERS:
         return f"{table}.{key} is compared with {names[int(found[1]) - 1]}, not a session id"
+    return None
+
+
+def co_located_problem(sql: str, names: tuple[str, ...], tables: set[str]) -> str | None:
+    """Why a statement over several tables is not a one-shard statement, or None: one of them
+    must be filtered by a session-id parameter and every other joined to it on the session
+    keys (co-located tables: the rows it joins lie on the same shard)."""
+    unkeyed = sorted(t for t in tables if t not in SESSION_KEY)
+    if unkeyed:
+        return f"{unkeyed[0]} is not keyed by session"
+    if re.search(r"\bOR\b", sql, re.IGNORECASE):
+        return "an OR in the statement"
+    pinned = []
+    for table in tables:
+        found = re.search(rf"\b{table}\.{SESSION_KEY[table]} = \$(\d+)", sql)
+        if found is not None and names[int(found[1]) - 1] in SESSION_PARAMETERS:
+            pinned.append(table)
+    if len(pinned) != 1:
+        return f"touches {sorted(tables)}, not one table filtered by a session id"
+    outer = pinned[0]
+    for table in sorted(tables - {outer}):
+        ours, theirs = SESSION_KEY[table], SESSION_KEY[outer]
+        join = rf'\b{table}"?\.{ours} = (?:"?\w+"?\.)?"?{outer}"?\.{theirs}\b'
+        if re.search(join, sql) is None:
+            return f"{table} is not joined to {outer} on the session key"
     return None
 
 
@@ -113,6 +140,15 @@ def test_the_check_refuses_what_would_fan_out() -> None:
     assert single_session_problem(sql, ("after",))  # bound to something else
     joined = "SELECT 1 FROM sessions JOIN session_events ON true WHERE sessions.id = $1"
     assert single_session_problem(joined, ("session_id",))
+    # a co-located subquery joined on the session key stays on the shard; on another key not
+    correlated = (
+        "SELECT sessions.next_seq, (SELECT session_events.chain FROM session_events WHERE "
+        "session_events.session_id = sessions.id AND session_events.seq = 1) FROM sessions "
+        "WHERE sessions.id = $1"
+    )
+    assert single_session_problem(correlated, ("session_id",)) is None
+    assert single_session_problem(correlated.replace("= sessions.id", "= sessions.cwd"), ("id",))
+    assert single_session_problem(correlated, ("after",))
     insert = "INSERT INTO session_tags (tag, session_id) VALUES ($1, $2)"
     assert single_session_problem(insert, ("tag", "session_id")) is None
     assert single_session_problem(insert, ("tag", "owner"))
