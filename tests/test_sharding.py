@@ -1,8 +1,9 @@
 """Ready to shard by session (docs/design.md, "Scaling out"): every statement of the append,
 read, lease and checkpoint paths, as compiled for PostgreSQL, touches one table and filters it
-by one session id (or joins co-located tables on the session key, one of them filtered so), so on a distributed engine (Citus: tables distributed and co-located by
-session id) each statement runs on one shard. The listings across sessions are the named
-exceptions (a fan-out), the store id the one reference table."""
+by one session id (or joins co-located tables on the session key, one of them filtered so), so
+on a distributed engine (Citus: tables distributed and co-located by session id) each
+statement runs on one shard. The listings across sessions are the named exceptions (a
+fan-out), the store id the one reference table."""
 
 from __future__ import annotations
 
