@@ -29,7 +29,11 @@ from pyproject), so every test must:
   ``@pytest.mark.xdist_group("cpu-heavy")`` so no two of them run at once;
 - kill what it starts, also on a timeout (children that fork: ``start_new_session=True`` and
   ``os.killpg``);
-- start any extra PostgreSQL cluster on a free port in ``tmp_path`` and stop it at the end.
+- open few connections at once (a store's default pool, or ``pool_size=2`` in child
+  processes): the server's 100 connections serve all the workers, PgBouncer's pool of 20 is
+  per database, so per worker;
+- start any extra PostgreSQL cluster in ``tmp_path`` on a port it got (pick one, and pick again
+  when the server says the address is in use), and stop it at the end, also on a failure.
 """
 
 from __future__ import annotations
