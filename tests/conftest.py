@@ -10,6 +10,30 @@ already there: ``sqlite-prefix`` (``?table_prefix=agent_``) and ``postgres-schem
 (``?schema=agent``). The namespace travels in the URL (a documented store URL parameter), so
 tests that open ``SessionStore(db_url)`` themselves get it too; after each test the host's
 table and row must be exactly as they were.
+
+The suite runs in parallel worker processes (README's ``pytest -n 4``, ``--dist loadgroup``
+from pyproject), so every test must:
+
+- keep its files in ``tmp_path`` (never the checkout, the home or a fixed /tmp name);
+- use these fixtures' databases (per test, or per worker process: ``pg_database_url`` carries
+  the worker's pid) or make its own with `scratch_database`; never a fixed database name;
+- listen on port 0 and use the port it got (a child process announces its port; a port picked
+  here and handed on can be taken by another worker in between);
+- depend on no other test's state or order, and count only its own things (its processes,
+  its threads, its database's backends: never the server's or the machine's);
+- bound memory with tracemalloc or a child's own peak RSS (another worker's load does not
+  change those); assert no timings; an interval it relies on (a lease ttl, a poll) leaves room
+  for a busy machine;
+- run in a few seconds, or be marked ``slow`` (those start first, see below); a test that
+  fills both cores for long (several processes, a process pool) also takes
+  ``@pytest.mark.xdist_group("cpu-heavy")`` so no two of them run at once;
+- kill what it starts, also on a timeout (children that fork: ``start_new_session=True`` and
+  ``os.killpg``);
+- open few connections at once (a store's default pool, or ``pool_size=2`` in child
+  processes): the server's 100 connections serve all the workers, PgBouncer's pool of 20 is
+  per database, so per worker;
+- start any extra PostgreSQL cluster in ``tmp_path`` on a port it got (pick one, and pick again
+  when the server says the address is in use), and stop it at the end, also on a failure.
 """
 
 from __future__ import annotations
@@ -55,6 +79,15 @@ def _pg_admin(url: str, statement: str, *, fetch: bool = False) -> list[tuple[An
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, run()).result()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker, the tests marked ``slow`` go first (in their order, the rest
+    after them in theirs), so that the minute-long ones start while every worker still has
+    quick tests to take and none is left running alone at the end. Every worker collects the
+    same order; a run without xdist keeps the file order."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

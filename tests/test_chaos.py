@@ -43,6 +43,7 @@ def result(process: subprocess.Popen[str]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-heavy")  # not beside the mutation gate: its 2 s bound needs CPU
 def test_terminated_backends_lose_nothing(pg_database_url: str, tmp_path: Path) -> None:
     from conftest import _empty_pg
 

@@ -157,6 +157,7 @@ def big_batch(start: int, count: int) -> list[SessionEvent]:
     return out
 
 
+@pytest.mark.slow  # 100,000 events twice through the store: started first under xdist
 async def test_100k_event_round_trip(tmp_path: Path) -> None:
     async with SessionStore(f"sqlite:///{tmp_path}/big.db", synchronous="NORMAL") as store:
         await store.create(header("big"))

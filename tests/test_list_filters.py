@@ -122,6 +122,7 @@ async def big(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         yield store, await build(store, count)
 
 
+@pytest.mark.slow  # seeding 10,000 sessions: started first under xdist
 async def test_every_filter_combination_pages_to_the_right_sessions(big: Any) -> None:
     store, models = big
     everything = await page_through(store, 1000)

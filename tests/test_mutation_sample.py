@@ -15,6 +15,8 @@ itself never runs ``slow`` tests, so the gate does not recurse.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,15 +44,26 @@ GATE = [
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-heavy")  # its 2 jobs fill both cores: not beside the chaos test
 def test_the_mutation_score_stays_at_least_95_percent(tmp_path: Path) -> None:
     report = tmp_path / "mutation.json"
-    run = subprocess.run(
+    # in a session of its own: on a timeout, its forked workers are killed with it (they would
+    # go on mutating and testing for minutes, orphans of a finished test run)
+    gate = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "mutation.py"), *GATE, "--json", str(report)],
         cwd=ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
+        start_new_session=True,
     )
+    try:
+        out, err = gate.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(gate.pid, signal.SIGKILL)
+        gate.communicate()
+        raise
+    run = subprocess.CompletedProcess(gate.args, gate.returncode, out, err)
     assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     modules = json.loads(report.read_text())["modules"]
     low = {

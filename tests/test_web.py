@@ -467,33 +467,51 @@ def test_serve_without_the_extra_names_it(tmp_path: Path) -> None:
 # -- a real server, for the browser and live tests ------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def serving(url: str, *options: str) -> Iterator[str]:
-    """``todo-sessions serve`` in a child process on a free port; yields its base URL."""
+    """``todo-sessions serve`` in a child process on a port of its own: ``--port 0``, then the
+    port it announces on stderr (a port picked here and passed on could be taken by another
+    test process in between); yields its base URL."""
+    import queue
+    import re
     import subprocess
     import sys
+    import threading
     import time
     import urllib.request
 
-    port = free_port()
-    command = [sys.executable, "-m", "todo_sessions", "--db", url, "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "todo_sessions", "--db", url, "serve", "--port", "0"]
     child = subprocess.Popen(
-        [*command, *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    base = f"http://127.0.0.1:{port}"
+    lines: queue.Queue[str | None] = queue.Queue()
+    err: list[str] = []
+
+    def drain() -> None:  # all of stderr, so that the child never blocks on a full pipe
+        assert child.stderr is not None
+        for line in child.stderr:
+            err.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     try:
+        deadline = time.monotonic() + 30  # on a busy machine
+        announced = None
+        while announced is None:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"serve announced no port: {''.join(err)}") from None
+            if line is None:
+                child.wait(timeout=10)
+                raise AssertionError(f"serve exited: {''.join(err)}")
+            announced = re.search(r"serving .* on http://\S+:(\d+)/", line)
+        base = f"http://127.0.0.1:{announced[1]}"
         for _ in range(300):  # up to 30 s on a busy machine
             if child.poll() is not None:
-                raise AssertionError(f"serve exited: {child.communicate()[1]}")
+                raise AssertionError(f"serve exited: {''.join(err)}")
             try:
                 with urllib.request.urlopen(base + "/api/sessions", timeout=2):
                     break
@@ -505,10 +523,13 @@ def serving(url: str, *options: str) -> Iterator[str]:
     finally:
         child.terminate()
         try:
-            child.communicate(timeout=10)
+            child.wait(timeout=10)
         except subprocess.TimeoutExpired:
             child.kill()
-            child.communicate()
+            child.wait()
+        reader.join(timeout=10)
+        assert child.stderr is not None
+        child.stderr.close()
 
 
 APPEND_TURN = """
