@@ -90,3 +90,11 @@ def test_start_knows_its_trigger_and_tokens() -> None:
         {"compactionId": "x", "turn": 1, "error": "the model said nothing", "tokensAfter": 5}
     )
     assert (end.error, end.tokens_after) == ("the model said nothing", 5)
+
+
+def test_seq_0_may_be_shadowed_and_a_negative_seq_may_not() -> None:
+    first = {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 1}
+    assert CompactionPruneData.model_validate(first).shadowed_seqs == [0]
+    negative = {**first, "shadowedRange": {"start": -1, "end": -1}, "shadowedSeqs": [-1]}
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        CompactionPruneData.model_validate(negative)

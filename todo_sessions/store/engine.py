@@ -211,7 +211,7 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
             None,
             args,
             pooler,
-            **names,
+            **names,  # type: ignore[arg-type]  # the namespace's two strings
             given=given,
             hosts=hosts,
             load_balance=balance,

@@ -555,7 +555,7 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
 def _row_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
     """An event row's statement parameters in one C call (``Compiled.args`` of a row, without
     a generator per row); one per namespace's column order, which the code fixes."""
-    return operator.itemgetter(*names)  # type: ignore[return-value]
+    return operator.itemgetter(*names)
 
 
 def _index(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> None:
@@ -762,18 +762,18 @@ class _Readers:
         store is closing, or this is the writer's thread (never a read beside its write
         transaction on the same thread)."""
         if not self._inline_ok or threading.current_thread() is self._writer:
-            return _WAIT  # type: ignore[no-any-return]
+            return _WAIT
         if not self._inline_lock.acquire(blocking=False):
-            return _WAIT  # type: ignore[no-any-return]
+            return _WAIT
         try:
             conn: sqlite3.Connection | None = getattr(self._inline_local, "conn", None)
             if conn is None:
                 conn = self._open_inline()
                 if conn is None:
-                    return _WAIT  # type: ignore[no-any-return]
+                    return _WAIT
             return _read_on(conn, self._reads, op, args)
         except sqlite3.Error:  # busy, or anything else: a reader thread tries (and tells)
-            return _WAIT  # type: ignore[no-any-return]
+            return _WAIT
         finally:
             self._inline_lock.release()
 
