@@ -211,3 +211,13 @@ def test_a_long_body_is_windowed_around_the_first_match() -> None:
 def test_snippets_are_one_line_and_without_a_match_start_at_the_beginning() -> None:
     flat, marks = snippet("a\nb\rc", parse_query("zzz"))
     assert flat == "a b c" and marks == ()
+
+
+def test_the_window_follows_the_first_match_not_the_last() -> None:
+    body = "alpha " * 30 + "needle one " + "beta " * 60 + "needle two " + "gamma " * 30
+    flat, marks = snippet(body, parse_query("needle"), width=60)
+    assert "needle one" in flat and "needle two" not in flat
+    assert [flat[a:b] for a, b in marks] == ["needle"]
+    assert flat.index("needle") > 10  # some words before the match are shown
+    near, _ = snippet("ab needle " + "z " * 200, parse_query("needle"), width=60)
+    assert near.startswith("ab needle")

@@ -83,10 +83,8 @@ def words(text: str) -> list[str]:
 
 def _blocks(content: Any, kind: str) -> list[str]:
     # Payloads are decoded JSON (plain dicts and lists): checked by type, not by ABC.
-    if type(content) is not list:
-        return []
     out = []
-    for block in content:
+    for block in content if type(content) is list else ():
         if type(block) is dict and block.get("type") == kind:
             text = block.get("text")
             if type(text) is str:
@@ -327,8 +325,7 @@ def snippet(
         folded = fold(m.group())
         if folded in wanted or any(p and folded.startswith(w) for w, p in wanted.items()):
             spans.append((m.start(), m.end()))
-    first = spans[0][0] if spans else 0
-    start = max(0, first - width // 3)
+    start = max(0, spans[0][0] - width // 3) if spans else 0
     if start:
         space = body.rfind(" ", 0, start + 1)  # begin at a word
         start = space + 1 if space >= 0 and start - space < 20 else start
