@@ -84,8 +84,8 @@ ROOT = HERE
 PACKAGE = "todo_sessions"
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.toml")
 COPY_IGNORE = shutil.ignore_patterns(
-    "node_modules",
-    ".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"
+    *(".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"),
+    "node_modules",  # tests/acp_ts: the TypeScript SDK .ci/run installs
 )
 PYTEST_ARGS = [
     *("-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-o", "addopts="),
