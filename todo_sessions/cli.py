@@ -1399,11 +1399,23 @@ def search_cmd(
 
 
 @main.command("reindex")
+@click.option(
+    "--search-config",
+    "search_config",
+    metavar="NAME",
+    help="PostgreSQL: build the index with this text search configuration from now on "
+    "(simple, english, german ...; default: keep the current one).",
+)
 @pass_ctx
-def reindex_cmd(ctx: Context) -> None:
+def reindex_cmd(ctx: Context, search_config: str | None) -> None:
     """Rebuild the search index from the stored logs (derived data: nothing else changes)."""
-    rows = ctx.run(lambda store: store.reindex())
-    ctx.out.print(f"search index rebuilt: {rows} row(s)")
+
+    async def rebuild(store: SessionStore) -> tuple[int, str | None]:
+        return await store.reindex(search_config=search_config), await store.search_config()
+
+    rows, config = ctx.run(rebuild)
+    shown = f" (PostgreSQL text search configuration {config})" if config else ""
+    ctx.out.print(f"search index rebuilt: {rows} row(s){shown}")
 
 
 @main.command("prune")

@@ -10,7 +10,9 @@ DELETE CASCADE). SQLite: the FTS5 table ``search_fts`` over ``body`` (external c
 ``content_rowid='id'``, tokenizer ``unicode61 remove_diacritics 2``): an append inserts its
 rows with one ``INSERT ... SELECT`` (an insert trigger cost four times as much, measured), a
 trigger follows deletes (a session's cascade too).
-PostgreSQL: ``doc tsvector`` (configuration ``simple``) with a GIN index.
+PostgreSQL: ``doc tsvector`` with a GIN index, built in the configuration the function
+``todo_sessions_search_config()`` names (``simple``; ``todo-sessions reindex --search-config``
+replaces it).
 
 The upgrade indexes the sessions already stored (`todo_sessions.store.search.fill_index`).
 Derived data: the downgrade drops it all and loses nothing; ``todo-sessions reindex`` rebuilds
@@ -27,7 +29,7 @@ from sqlalchemy.dialects import postgresql
 
 from todo_sessions.store.namespace import migration_namespace
 from todo_sessions.store.schema import SEARCH_FTS, define_tables
-from todo_sessions.store.search import fill_index
+from todo_sessions.store.search import CONFIG_FUNCTION, config_function_sql, fill_index
 
 revision: str = "0010"
 down_revision: str | None = "0009"
@@ -68,6 +70,7 @@ def upgrade() -> None:
             f"INSERT INTO {fts}({fts}, rowid, body) VALUES ('delete', old.id, old.body); END"
         )
     else:
+        op.execute(config_function_sql(schema))
         op.add_column(
             search, sa.Column("doc", postgresql.TSVECTOR(), nullable=False), schema=schema
         )
@@ -86,3 +89,5 @@ def downgrade() -> None:
         op.drop_index(f"ix_{search}_doc", table_name=search, schema=schema)
     op.drop_index(f"ix_{search}_session_id_seq", table_name=search, schema=schema)
     op.drop_table(search, schema=schema)
+    if op.get_bind().dialect.name != "sqlite":
+        op.execute(f"DROP FUNCTION IF EXISTS {ns.qualify(CONFIG_FUNCTION)}()")

@@ -119,17 +119,34 @@ class Finding(Listing):
         self._skipped(session_id, found.skipped)
         return frozenset(found.state.surface.seqs)
 
-    async def reindex(self) -> int:
+    async def reindex(self, *, search_config: str | None = None) -> int:
         """Rebuild the search index from the stored logs, in one transaction (the index is
-        derived data: nothing else changes). Returns how many index rows it holds."""
+        derived data: nothing else changes). Returns how many index rows it holds.
+
+        ``search_config`` (PostgreSQL only): the text search configuration to build it with
+        from now on, for every store on this database (``english`` stems: ``running`` finds
+        ``runs``); a name the server does not know is a `ValueError`. See `search_config`."""
         self._check_writable("rebuild the search index")
         tables = self.namespace.tables
+        if search_config is not None:
+            index.check_config_backend(self.dialect, search_config)
 
         def rebuild(conn: Connection) -> int:
+            if search_config is not None:
+                index.set_search_config(conn, tables, search_config)
             index.clear_index(conn, tables)
             return index.fill_index(conn, tables)
 
         return int(await self._on_connection("rebuilding the search index", rebuild, write=True))
+
+    async def search_config(self) -> str | None:
+        """PostgreSQL: the text search configuration the index is built with (``simple``
+        unless `reindex` chose another); SQLite: None (FTS5's ``unicode61 remove_diacritics
+        2`` tokenizer, no stemming)."""
+        tables = self.namespace.tables
+        return await self._on_connection(
+            "reading the search configuration", lambda c: index.search_config(c, tables)
+        )
 
     async def search_index_problems(
         self, session_id: str | None = None, events: Sequence[SessionEvent] | None = None

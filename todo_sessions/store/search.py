@@ -4,9 +4,9 @@ The index is derived data (docs/design.md, "Search"): ``search_text`` holds one 
 and kind with text (`core.search.index_rows`), written in the append transaction; SQLite keeps
 an FTS5 table over it (external content, ``unicode61 remove_diacritics 2``; the append
 indexes its rows with one ``INSERT ... SELECT``, a trigger of revision 0010 follows deletes),
-PostgreSQL a ``doc tsvector`` column (the `SEARCH_CONFIG` configuration of the row's
-`core.search.words`) with a GIN index. Rows go
-with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`) rebuilds it
+PostgreSQL a ``doc tsvector`` column (the row's `core.search.words` in the configuration the
+database names, `SEARCH_CONFIG` unless `set_search_config` chose another) with a GIN index.
+Rows go with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`) rebuilds it
 from the log.
 
 Everything here runs on a SQLAlchemy connection (the migration's, or a recorder's
@@ -15,6 +15,7 @@ Everything here runs on a SQLAlchemy connection (the migration's, or a recorder'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,21 +28,34 @@ from ..core.search import INDEXED_TYPES, SearchQuery, index_rows, to_fts5, to_ts
 from .schema import SEARCH_FTS, Tables
 
 __all__ = [
+    "CONFIG_FUNCTION",
     "SEARCH_CONFIG",
     "SearchFilters",
+    "check_config_backend",
     "clear_index",
+    "config_function_sql",
     "expected_rows",
     "fill_index",
     "fts_problems",
     "insert_statement",
     "replacing_sessions",
+    "search_config",
     "search_page",
+    "set_search_config",
     "stored_rows",
 ]
 
 SEARCH_CONFIG = "simple"
-"""PostgreSQL's text search configuration of ``doc``: no stemming, no stop words, any
-language (the words are already folded by `core.search.words`, as FTS5's tokenizer folds)."""
+"""PostgreSQL's text search configuration of ``doc`` by default: no stemming, no stop words,
+any language (the words are already folded by `core.search.words`, as FTS5's tokenizer
+folds)."""
+CONFIG_FUNCTION = "todo_sessions_search_config"
+"""PostgreSQL: the function (in the namespace's schema; revision 0010) that names the
+configuration. Every insert and every query calls it (a one-line SQL function, inlined by the
+planner), so the index and the queries always agree, in every process; `set_search_config`
+replaces it and rebuilds the index in one transaction."""
+_CONFIG_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""A configuration name we accept (unquoted, lower case: as `pg_ts_config` lists them)."""
 
 FILL_BATCH = 2000
 
@@ -57,6 +71,57 @@ def _pg_table(tables: Tables) -> Any:
     )
 
 
+def _config_function(schema: str | None) -> str:
+    return CONFIG_FUNCTION if schema is None else f'"{schema}".{CONFIG_FUNCTION}'
+
+
+def config_function_sql(schema: str | None, config: str = SEARCH_CONFIG) -> str:
+    """PostgreSQL: (re)create the function naming the configuration (``config`` must have
+    passed `set_search_config`'s checks, or be the default)."""
+    if not _CONFIG_NAME.fullmatch(config):
+        raise ValueError(f"search_config must be a text search configuration name, got {config!r}")
+    return (
+        f"CREATE OR REPLACE FUNCTION {_config_function(schema)}() RETURNS regconfig "
+        f"LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT '{config}'::regconfig $$"
+    )
+
+
+def _config_call(tables: Tables) -> Any:
+    return sa.literal_column(f"{_config_function(tables.search_text.schema)}()")
+
+
+def search_config(conn: Connection, tables: Tables) -> str | None:
+    """PostgreSQL: the configuration ``doc`` is built with; SQLite: None (FTS5's tokenizer)."""
+    if conn.dialect.name == "sqlite":
+        return None
+    return str(conn.execute(sa.select(sa.cast(_config_call(tables), sa.Text))).scalar_one())
+
+
+def check_config_backend(dialect_name: str, config: object) -> None:
+    """Before any transaction: ``search_config`` is PostgreSQL's, and a str."""
+    if dialect_name == "sqlite":
+        raise ValueError(
+            "search_config is PostgreSQL's text search configuration; SQLite's index uses "
+            "FTS5's unicode61 tokenizer, which has no such setting"
+        )
+    if not isinstance(config, str):
+        raise TypeError(f"search_config must be a str, got {type(config).__name__}")
+
+
+def set_search_config(conn: Connection, tables: Tables, config: str) -> None:
+    """PostgreSQL: build ``doc`` with ``config`` from now on (the caller rebuilds the index in
+    the same transaction). A name the server does not know is a `ValueError` listing those it
+    does; SQLite has no such setting (its FTS5 tokenizer is fixed by revision 0010)."""
+    check_config_backend(conn.dialect.name, config)
+    known = sorted(r[0] for r in conn.execute(sa.text("SELECT cfgname FROM pg_ts_config")))
+    if config not in known:
+        raise ValueError(
+            f"search_config {config!r} is not a text search configuration of this server "
+            f"(it has: {', '.join(known)})"
+        )
+    conn.exec_driver_sql(config_function_sql(tables.search_text.schema, config))
+
+
 def insert_statement(tables: Tables, dialect_name: str) -> Any:
     """One index row: parameters ``session_id, seq, kind, body`` (PostgreSQL also ``words``,
     the row's folded words joined by spaces)."""
@@ -64,9 +129,7 @@ def insert_statement(tables: Tables, dialect_name: str) -> Any:
         name: sa.bindparam(name) for name in ("session_id", "seq", "kind", "body")
     }
     if dialect_name == "postgresql":
-        doc = sa.func.to_tsvector(
-            sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("words", sa.Text)
-        )
+        doc = sa.func.to_tsvector(_config_call(tables), sa.bindparam("words", sa.Text))
         return _pg_table(tables).insert().values(**values, doc=doc)
     return tables.search_text.insert().values(**values)
 
@@ -226,9 +289,7 @@ def search_page(
         condition: Any = st.id.in_(matched)
     else:
         doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
-        tsquery = sa.func.to_tsquery(
-            sa.literal_column(f"'{SEARCH_CONFIG}'::regconfig"), sa.bindparam("q", to_tsquery(query))
-        )
+        tsquery = sa.func.to_tsquery(_config_call(tables), sa.bindparam("q", to_tsquery(query)))
         condition = doc.op("@@")(tsquery)
     statement = (
         sa.select(st.id, st.session_id, st.seq, st.kind, st.body, se.title, ev.type, ev.surface_op)
