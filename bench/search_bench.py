@@ -31,6 +31,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from sqlalchemy.engine import make_url
@@ -226,38 +227,49 @@ async def run_backend(backend: str, args: argparse.Namespace, tmp: Path) -> None
         return await pg_scratch(name)
 
     try:
-        big = await url("big")
-        print(f"[{backend}] seeding {args.sessions} x {args.events} events", file=sys.stderr)
-        t = time.perf_counter()
-        async with SessionStore(big) as store:
-            await seed(store, args.sessions, args.events)
-        print(f"[{backend}] seeded in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-        rounds: dict[str, list[float]] = {name: [] for name in QUERIES}
-        async with SessionStore(big) as store:
-            hits = {name: len(await store.search(q, **f)) for name, (q, f) in QUERIES.items()}
-            for _ in range(args.rounds):
-                for name, ms in (await time_queries(store, 25)).items():
-                    rounds[name].append(ms)
-        print(f"\n{backend}: search, first page (limit 20), ms: median (spread of rounds)")
-        for name, values in rounds.items():
-            print(f"  {name:14} {spread(values)}   hits on the page: {hits[name]}")
-
-        on, off = await url("on"), await url("off")
-        with_index: list[float] = []
-        without: list[float] = []
-        async with SessionStore(on) as indexed, SessionStore(off, search_index=False) as plain:
-            for _ in range(args.rounds):
-                without.append(await batch100(plain))
-                with_index.append(await batch100(indexed))
-        ratio = statistics.median(with_index) / statistics.median(without)
-        print(f"\n{backend}: batch100 (60 appends of 100 events), events/s")
-        print(f"  index off  {spread(without)}")
-        print(f"  index on   {spread(with_index)}")
-        verdict = "ok" if ratio >= 0.8 else "MISSED"
-        print(f"  ratio on/off {ratio:.2f}x (target >= 0.80x: {verdict})")
+        if "search" in args.only:
+            await search_part(backend, args, url)
+        if "cost" in args.only:
+            await cost_part(backend, args, url)
     finally:
         for name in names:
             await pg_drop(name)
+
+
+async def search_part(backend: str, args: argparse.Namespace, url: Any) -> None:
+    """First-page latencies over ``--sessions`` sessions."""
+    big = await url("big")
+    print(f"[{backend}] seeding {args.sessions} x {args.events} events", file=sys.stderr)
+    t = time.perf_counter()
+    async with SessionStore(big) as store:
+        await seed(store, args.sessions, args.events)
+    print(f"[{backend}] seeded in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    rounds: dict[str, list[float]] = {name: [] for name in QUERIES}
+    async with SessionStore(big) as store:
+        hits = {name: len(await store.search(q, **f)) for name, (q, f) in QUERIES.items()}
+        for _ in range(args.rounds):
+            for name, ms in (await time_queries(store, 25)).items():
+                rounds[name].append(ms)
+    print(f"\n{backend}: search, first page (limit 20), ms: median (spread of rounds)")
+    for name, values in rounds.items():
+        print(f"  {name:14} {spread(values)}   hits on the page: {hits[name]}")
+
+
+async def cost_part(backend: str, args: argparse.Namespace, url: Any) -> None:
+    """batch100 with the index and without, alternating."""
+    on, off = await url("on"), await url("off")
+    with_index: list[float] = []
+    without: list[float] = []
+    async with SessionStore(on) as indexed, SessionStore(off, search_index=False) as plain:
+        for _ in range(args.rounds):
+            without.append(await batch100(plain))
+            with_index.append(await batch100(indexed))
+    ratio = statistics.median(with_index) / statistics.median(without)
+    print(f"\n{backend}: batch100 (60 appends of 100 events), events/s")
+    print(f"  index off  {spread(without)}")
+    print(f"  index on   {spread(with_index)}")
+    verdict = "ok" if ratio >= 0.8 else "MISSED"
+    print(f"  ratio on/off {ratio:.2f}x (target >= 0.80x: {verdict})")
 
 
 async def main() -> None:
@@ -267,6 +279,9 @@ async def main() -> None:
     parser.add_argument("--events", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only", default="search,cost", help="search (the queries), cost (the index's cost)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.sessions, args.rounds = min(args.sessions, 1000), 3
