@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 
 from ..core.checkpoint import CheckpointError, LiveState
 from ..core.envelope import SessionEvent
@@ -79,6 +79,19 @@ def read_statements(queries: Queries) -> dict[str, Any]:
     tables = queries.tables
     ev, se = tables.session_events.c, tables.sessions.c
     cp = tables.session_checkpoints.c
+    of_type = tables.session_events.alias("of_type").c
+    latest_seq = (  # of the type, before ``upto`` and the session's end
+        select(of_type.seq)
+        .where(
+            of_type.session_id == se.id,
+            of_type.type == bindparam("type"),
+            of_type.seq < bindparam("upto"),
+            of_type.seq < se.next_seq,
+        )
+        .order_by(of_type.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
     event_columns = (
         ev.seq,
         ev.type,
@@ -113,6 +126,13 @@ def read_statements(queries: Queries) -> dict[str, Any]:
         .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
         .order_by(ev.seq.desc())
         .limit(1),
+        "session_and_latest_of_type": select(se.format_version, ev.seq, ev.data)
+        .select_from(
+            tables.sessions.outerjoin(
+                tables.session_events, and_(ev.session_id == se.id, ev.seq == latest_seq)
+            )
+        )
+        .where(se.id == _SID),
         "latest_event_of_type": select(*event_columns)
         .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
         .order_by(ev.seq.desc())
@@ -417,20 +437,36 @@ def read_events(
     return row, events
 
 
+MAX_SEQ_BOUND = 2**63 - 1
+"""An exclusive seq bound past every seq (the session's end bounds the read anyway)."""
+
+
 def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[TodoItem] | None:
-    """The list of the latest ``todo/write`` (one indexed row), or None."""
-    row = read_session(rows, session_id)
+    """The list of the latest ``todo/write``, or None: one statement (the session's format and
+    end, and the one indexed row), so one snapshot without a transaction of its own
+    (`ONE_STATEMENT`)."""
     found = rows.fetch(
-        "latest_of_type",
-        {"session_id": session_id, "type": "todo/write", "upto": _bound(row["next_seq"], upto_seq)},
+        "session_and_latest_of_type",
+        {
+            "session_id": session_id,
+            "type": "todo/write",
+            "upto": MAX_SEQ_BOUND if upto_seq is None else upto_seq + 1,
+        },
     )
     if not found:
+        raise SessionNotFoundError(session_id)
+    format_version, seq, data_text = found[0]
+    check_format_version(session_id, format_version)
+    if seq is None:
         return None
-    seq, data_text = found[0]
     try:
         return todos_from_payload(decode_json(data_text, strict=False), seq=seq)
     except (ValueError, InvalidEventError) as exc:
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
+
+
+ONE_STATEMENT = frozenset({latest_todos})
+"""Reads that are one statement: a backend may run them without opening a transaction."""
 
 
 def latest_event(

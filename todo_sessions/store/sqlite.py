@@ -771,6 +771,8 @@ class _Readers:
                 conn = self._open_inline()
                 if conn is None:
                     return _WAIT
+            if op in reads.ONE_STATEMENT:  # its own snapshot: no BEGIN ... ROLLBACK around it
+                return op(SQLiteRows(conn, self._reads), *args)
             return _read_on(conn, self._reads, op, args)
         except sqlite3.Error:  # busy, or anything else: a reader thread tries (and tells)
             return _WAIT
