@@ -288,26 +288,53 @@ def search_page(
         )
         condition: Any = st.id.in_(matched)
     else:
+        # Planned for this query's words, never a generic plan: how many rows a word matches
+        # (one session, or every row) decides between the GIN index and a backward scan by
+        # id, and a prepared statement's generic plan guesses it once for all (a prefix
+        # query took seconds). SET LOCAL: this transaction only, PgBouncer-safe.
+        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
         doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
         tsquery = sa.func.to_tsquery(_config_call(tables), sa.bindparam("q", to_tsquery(query)))
         condition = doc.op("@@")(tsquery)
-    statement = (
-        sa.select(st.id, st.session_id, st.seq, st.kind, st.body, se.title, ev.type, ev.surface_op)
-        .join(tables.sessions, se.id == st.session_id)
-        .join(tables.session_events, sa.and_(ev.session_id == st.session_id, ev.seq == st.seq))
-        .where(condition, st.kind.in_(list(kinds)))
+    # The page is cut from the index rows first (the session filters as semi-joins), then
+    # joined for the title and the event's type: a common word's thousands of matches are
+    # never joined row by row before the LIMIT.
+    page = sa.select(st.id, st.session_id, st.seq, st.kind, st.body).where(
+        condition, st.kind.in_(list(kinds))
     )
     if before is not None:
-        statement = statement.where(st.id < before)
-    if filters.cwd is not None:
-        statement = statement.where(se.cwd == filters.cwd)
-    if filters.since is not None:
-        statement = statement.where(se.updated_at >= filters.since)
-    if filters.until is not None:
-        statement = statement.where(se.updated_at < filters.until)
-    if filters.tag is not None:
-        statement = statement.where(
-            st.session_id.in_(sa.select(tg.session_id).where(tg.tag == filters.tag))
+        page = page.where(st.id < before)
+    chosen = [
+        clause
+        for clause in (
+            None if filters.cwd is None else se.cwd == filters.cwd,
+            None if filters.since is None else se.updated_at >= filters.since,
+            None if filters.until is None else se.updated_at < filters.until,
         )
-    statement = statement.order_by(st.id.desc()).limit(limit)
+        if clause is not None
+    ]
+    if chosen:
+        page = page.where(st.session_id.in_(sa.select(se.id).where(*chosen)))
+    if filters.tag is not None:
+        page = page.where(st.session_id.in_(sa.select(tg.session_id).where(tg.tag == filters.tag)))
+    hits = page.order_by(st.id.desc()).limit(limit).subquery("page")
+    statement = (
+        sa.select(
+            hits.c.id,
+            hits.c.session_id,
+            hits.c.seq,
+            hits.c.kind,
+            hits.c.body,
+            se.title,
+            ev.type,
+            ev.surface_op,
+        )
+        .select_from(hits)
+        .join(tables.sessions, se.id == hits.c.session_id)
+        .join(
+            tables.session_events,
+            sa.and_(ev.session_id == hits.c.session_id, ev.seq == hits.c.seq),
+        )
+        .order_by(hits.c.id.desc())
+    )
     return [dict(r._mapping) for r in conn.execute(statement)]
