@@ -206,6 +206,10 @@ def fill_index(conn: Connection, tables: Tables) -> int:
     if conn.dialect.name == "sqlite":  # the triggers kept it; make it exact whatever came before
         fts = fts_name(tables)
         conn.exec_driver_sql(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+    else:  # fresh statistics for the planner (how common a word is decides the plan)
+        table = tables.search_text
+        name = table.name if table.schema is None else f'"{table.schema}".{table.name}'
+        conn.exec_driver_sql(f"ANALYZE {name}")
     return written + len(pending)
 
 
@@ -280,13 +284,19 @@ def search_page(
         tables.session_tags.c,
     )
     if conn.dialect.name == "sqlite":
+        # FTS5 walks its matches newest row first and the LIMIT stops it: a common word or a
+        # prefix of hundreds of words never collects every match (``id IN (MATCH ...)`` did)
         fts = fts_name(tables)
-        matched: Any = (
-            sa.select(sa.literal_column("rowid"))
-            .select_from(sa.table(fts))
-            .where(sa.text(f"{fts} MATCH :q").bindparams(q=to_fts5(query)))
+        index_table = sa.table(fts, sa.column("rowid", sa.Integer))
+        page = (
+            sa.select(st.id, st.session_id, st.seq, st.kind, st.body)
+            .select_from(index_table)
+            .join(tables.search_text, st.id == index_table.c.rowid)
+            .where(
+                sa.text(f"{fts} MATCH :q").bindparams(q=to_fts5(query)), st.kind.in_(list(kinds))
+            )
         )
-        condition: Any = st.id.in_(matched)
+        newest: Any = index_table.c.rowid
     else:
         # Planned for this query's words, never a generic plan: how many rows a word matches
         # (one session, or every row) decides between the GIN index and a backward scan by
@@ -295,15 +305,15 @@ def search_page(
         conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
         doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
         tsquery = sa.func.to_tsquery(_config_call(tables), sa.bindparam("q", to_tsquery(query)))
-        condition = doc.op("@@")(tsquery)
+        page = sa.select(st.id, st.session_id, st.seq, st.kind, st.body).where(
+            doc.op("@@")(tsquery), st.kind.in_(list(kinds))
+        )
+        newest = st.id
     # The page is cut from the index rows first (the session filters as semi-joins), then
     # joined for the title and the event's type: a common word's thousands of matches are
     # never joined row by row before the LIMIT.
-    page = sa.select(st.id, st.session_id, st.seq, st.kind, st.body).where(
-        condition, st.kind.in_(list(kinds))
-    )
     if before is not None:
-        page = page.where(st.id < before)
+        page = page.where(newest < before)
     chosen = [
         clause
         for clause in (
@@ -317,7 +327,7 @@ def search_page(
         page = page.where(st.session_id.in_(sa.select(se.id).where(*chosen)))
     if filters.tag is not None:
         page = page.where(st.session_id.in_(sa.select(tg.session_id).where(tg.tag == filters.tag)))
-    hits = page.order_by(st.id.desc()).limit(limit).subquery("page")
+    hits = page.order_by(newest.desc()).limit(limit).subquery("page")
     statement = (
         sa.select(
             hits.c.id,
