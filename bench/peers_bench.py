@@ -15,7 +15,9 @@ Sides, each through its own public API, each on its own SQLite file in one temp 
   ``(session_id, type, seq)``; an append is BEGIN IMMEDIATE, executemany INSERT, COMMIT; a
   load is one SELECT and ``json.loads`` per row; busy_timeout 5000 (SQLite's own busy handler).
   Every ratio is against this side.
-- ``store``: todo-sessions' `SessionStore` (its schema, validation, projections, threads).
+- ``store``: todo-sessions' `SessionStore` (its schema, validation, projections, threads),
+  the search index on as by default; ``store-noindex``: the same with ``search_index=False``
+  (what the index costs each column).
 - ``aiosqlite``: the store's design by hand on aiosqlite (the store's schema, migrated by
   ``todo_sessions.migrate``, and its append transaction: BEGIN IMMEDIATE, the session row,
   the seq check, executemany INSERT of the 8 columns, UPDATE of the session row, COMMIT, one
@@ -83,7 +85,7 @@ from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
 
 T0 = 1_764_000_000_000
 SEP = (",", ":")
-SIDES = ("limit", "store", "aiosqlite", "agents")
+SIDES = ("limit", "store", "store-noindex", "aiosqlite", "agents")
 COLUMNS = ("single", "batch100", "load", "todo", "tasks", "processes")
 
 # -- the workload -------------------------------------------------------------------------------
@@ -213,10 +215,15 @@ class StoreSide(Side):
         self.store = store
 
     @classmethod
-    async def open(cls, path: Path) -> StoreSide:
-        store = SessionStore(path, journal_mode="WAL", synchronous="FULL")
+    async def open(cls, path: Path, *, search_index: bool = True) -> StoreSide:
+        store = SessionStore(
+            path, journal_mode="WAL", synchronous="FULL", search_index=search_index
+        )
         await store.__aenter__()
-        return cls(store)
+        side = cls(store)
+        if not search_index:
+            side.name = "store-noindex"
+        return side
 
     async def session(self) -> str:
         sid = new_id("s")
@@ -366,6 +373,8 @@ async def open_side(name: str, path: Path) -> Side:
         return LimitSide(path)
     if name == "store":
         return await StoreSide.open(path)
+    if name == "store-noindex":
+        return await StoreSide.open(path, search_index=False)
     if name == "aiosqlite":
         return await AiosqliteSide.open(path)
     return AgentsSide(path)

@@ -25,6 +25,7 @@ from todo_sessions import (
 )
 from todo_sessions.core.search import KINDS, parse_query, snippet, to_fts5, to_tsquery
 from todo_sessions.integrity import verify_session
+from todo_sessions.store import search as search_index
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
@@ -110,7 +111,14 @@ async def test_every_indexed_kind_is_found_and_reasoning_only_when_asked(url: st
             await store.search("common", kinds=["nonsense"])
 
 
-async def test_filters_and_paging_agree_with_list(url: str) -> None:
+@pytest.mark.parametrize("recent_rows", [None, 1, 7])
+async def test_filters_and_paging_agree_with_list(
+    url: str, recent_rows: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also with PostgreSQL's first look at the newest rows (`search.RECENT_ROWS`) cut so
+    small that pages are made across its boundary, and from the GIN index alone."""
+    if recent_rows is not None:
+        monkeypatch.setattr(search_index, "RECENT_ROWS", recent_rows)
     async with await seeded(url, 6) as store:
         for filters in ({}, {"cwd": "/repo1"}, {"tag": "even"}):
             listed = {s.id for s in await store.list(**filters)}  # type: ignore[arg-type]

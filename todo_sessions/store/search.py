@@ -266,6 +266,10 @@ class SearchFilters:
     until: int | None = None
 
 
+RECENT_ROWS = 20_000
+"""PostgreSQL: how many of the newest index rows a search looks through first (`search_page`)."""
+
+
 def search_page(
     conn: Connection,
     tables: Tables,
@@ -276,7 +280,45 @@ def search_page(
     before: int | None,
 ) -> list[dict[str, Any]]:
     """One page of hits, newest index row first, below row id ``before``: dicts of ``id,
-    session_id, seq, kind, body, title, type, surface_op``."""
+    session_id, seq, kind, body, title, type, surface_op``.
+
+    PostgreSQL cannot know whether a word is rare (the GIN index finds its few rows at once)
+    or everywhere (a backward scan by id stops at the LIMIT), and a wrong guess either way
+    costs a scan of the whole index. So it looks through the newest `RECENT_ROWS` rows first
+    (bounded whatever the plan), and only if they hold less than a page asks the GIN index for
+    the rest (``enable_indexscan`` off for that statement's transaction: a bitmap scan of the
+    matches, then the top of them by id)."""
+    if conn.dialect.name == "sqlite":
+        return _page(conn, tables, query, kinds, filters, limit, before, None)
+    # Planned for this query's words, never a generic plan (a prepared statement's generic
+    # plan guessed once for all words: a prefix query took seconds). SET LOCAL: this
+    # transaction only, PgBouncer-safe.
+    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+    st = tables.search_text.c
+    newest = conn.execute(sa.select(sa.func.max(st.id))).scalar()
+    if newest is None:
+        return []
+    top = newest if before is None else min(newest, before - 1)
+    recent = top - RECENT_ROWS
+    rows = _page(conn, tables, query, kinds, filters, limit, top + 1, recent)
+    if len(rows) < limit and recent > 0:
+        conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
+        rows += _page(conn, tables, query, kinds, filters, limit - len(rows), recent + 1, None)
+        conn.exec_driver_sql("SET LOCAL enable_indexscan = on")
+    return rows
+
+
+def _page(
+    conn: Connection,
+    tables: Tables,
+    query: SearchQuery,
+    kinds: Sequence[str],
+    filters: SearchFilters,
+    limit: int,
+    before: int | None,
+    after: int | None,
+) -> list[dict[str, Any]]:
+    """Hits with ids below ``before`` and above ``after`` (None: unbounded)."""
     st, se, ev, tg = (
         tables.search_text.c,
         tables.sessions.c,
@@ -284,8 +326,8 @@ def search_page(
         tables.session_tags.c,
     )
     if conn.dialect.name == "sqlite":
-        # FTS5 walks its matches newest row first and the LIMIT stops it: a common word or a
-        # prefix of hundreds of words never collects every match (``id IN (MATCH ...)`` did)
+        # FTS5 walks its matches newest row first and the LIMIT stops it: a common word never
+        # collects every match (``id IN (MATCH ...)`` did)
         fts = fts_name(tables)
         index_table = sa.table(fts, sa.column("rowid", sa.Integer))
         page = (
@@ -298,11 +340,6 @@ def search_page(
         )
         newest: Any = index_table.c.rowid
     else:
-        # Planned for this query's words, never a generic plan: how many rows a word matches
-        # (one session, or every row) decides between the GIN index and a backward scan by
-        # id, and a prepared statement's generic plan guesses it once for all (a prefix
-        # query took seconds). SET LOCAL: this transaction only, PgBouncer-safe.
-        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
         doc: Any = sa.literal_column(f"{tables.search_text.name}.doc")
         tsquery = sa.func.to_tsquery(_config_call(tables), sa.bindparam("q", to_tsquery(query)))
         page = sa.select(st.id, st.session_id, st.seq, st.kind, st.body).where(
@@ -314,6 +351,8 @@ def search_page(
     # never joined row by row before the LIMIT.
     if before is not None:
         page = page.where(newest < before)
+    if after is not None:
+        page = page.where(newest > after)
     chosen = [
         clause
         for clause in (
