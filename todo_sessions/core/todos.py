@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from ..errors import InvalidEventError
 
@@ -41,6 +41,10 @@ class TodoItem(BaseModel):
 
     content: str
     status: TodoStatus
+
+
+_ITEMS = TypeAdapter(list[TodoItem])
+"""The todo items of a checked list, built in one call (`todos_from_payload`)."""
 
 
 def todo_list_problem(todos: Any) -> str | None:
@@ -90,9 +94,11 @@ def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
             f"invalid {where}: {problem}", event_type="todo/write", seq=seq, field="data.todos"
         )
     assert todos is not None  # todo_list_problem refused anything that is not a list
-    # every field checked just now, as the model would: built without validating them again
-    construct = TodoItem.model_construct
-    return [construct(content=item["content"], status=item["status"]) for item in todos]
+    # one pydantic-core call for the whole list (a model per item cost about twice as much;
+    # model_construct, pure Python, three times); other keys of a stored item are left out
+    return _ITEMS.validate_python(
+        [{"content": item["content"], "status": item["status"]} for item in todos]
+    )
 
 
 def current_todos(events: Sequence[SessionEvent]) -> list[TodoItem] | None:

@@ -18,7 +18,7 @@ from sqlalchemy import and_, bindparam, func, select
 
 from ..core.checkpoint import CheckpointError, LiveState
 from ..core.envelope import SessionEvent
-from ..core.jsonvalue import decode_json
+from ..core.jsonvalue import decode_fast, decode_json
 from ..core.todos import TodoItem, todos_from_payload
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .batch import AppendBatch, AppendOutcome, check_batch_start
@@ -460,7 +460,7 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
     if seq is None:
         return None
     try:
-        return todos_from_payload(decode_json(data_text, strict=False), seq=seq)
+        return todos_from_payload(decode_fast(data_text), seq=seq)
     except (ValueError, InvalidEventError) as exc:
         raise CorruptSessionError(session_id, seq, f"stored todo/write: {exc}") from None
 
