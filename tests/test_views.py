@@ -58,6 +58,8 @@ async def test_store_projections_equal_the_pure_ones_at_every_seq(store: Session
         assert await store.current_todos("s1", upto_seq=seq) == current_todos(prefix)
         assert await store.derive_messages("s1", upto_seq=seq) == derive_messages(prefix)
     assert await store.current_todos("s1", upto_seq=0) is None
+    for past in (len(b.events), 2**63 - 2, 2**63 - 1, 2**70):  # any seq past the end: the end
+        assert await store.current_todos("s1", upto_seq=past) == current_todos(b.events)
     with pytest.raises(ValueError):
         await store.current_todos("s1", upto_seq=-1)
     with pytest.raises(SessionNotFoundError):

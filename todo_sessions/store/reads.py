@@ -122,10 +122,6 @@ def read_statements(queries: Queries) -> dict[str, Any]:
         .where(cp.session_id == _SID)
         .order_by(cp.seq),
         "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
-        "latest_of_type": select(ev.seq, ev.data)
-        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
-        .order_by(ev.seq.desc())
-        .limit(1),
         "session_and_latest_of_type": select(se.format_version, ev.seq, ev.data)
         .select_from(
             tables.sessions.outerjoin(
@@ -450,7 +446,7 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         {
             "session_id": session_id,
             "type": "todo/write",
-            "upto": MAX_SEQ_BOUND if upto_seq is None else upto_seq + 1,
+            "upto": MAX_SEQ_BOUND if upto_seq is None else min(upto_seq + 1, MAX_SEQ_BOUND),
         },
     )
     if not found:

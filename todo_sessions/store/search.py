@@ -6,8 +6,8 @@ an FTS5 table over it (external content, ``unicode61 remove_diacritics 2``; the 
 indexes its rows with one ``INSERT ... SELECT``, a trigger of revision 0010 follows deletes),
 PostgreSQL a ``doc tsvector`` column (the row's `core.search.words` in the configuration the
 database names, `SEARCH_CONFIG` unless `set_search_config` chose another) with a GIN index.
-Rows go with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`) rebuilds it
-from the log.
+Rows go with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`)
+rebuilds it from the log.
 
 Everything here runs on a SQLAlchemy connection (the migration's, or a recorder's
 ``run_maintenance``), in Core, with the two backends' match expressions as the only text.
