@@ -14,33 +14,17 @@ import asyncpg
 import pytest
 from click.testing import CliRunner
 from conftest import _asyncpg_dsn
+from factories import header, user_message
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
+from todo_sessions import SessionStore, migrate
 from todo_sessions.cli import main
 from todo_sessions.store.migrate import downgrade
-
-T0 = 1_764_000_000_000
-
-
-def said(seq: int, words: str) -> SessionEvent:
-    return SessionEvent(
-        "user/message",
-        seq,
-        T0 + seq,
-        {
-            "id": f"u{seq}",
-            "role": "user",
-            "source": {"kind": "user"},
-            "content": [{"type": "text", "text": words}],
-        },
-        surface_op="append",
-    )
 
 
 async def seeded(url: str) -> None:
     async with SessionStore(url) as store:
-        await store.create(SessionHeader(id="s1", created_at=T0))
-        await store.append("s1", [said(0, "the runner runs quickly to the houses")])
+        await store.create(header("s1"))
+        await store.append("s1", [user_message(0, "the runner runs quickly to the houses")])
 
 
 async def found(store: SessionStore, query: str) -> list[tuple[str, int]]:
@@ -69,7 +53,7 @@ async def test_simple_by_default_then_english_for_every_store(pg_url: str) -> No
         assert await found(first, "house") == [("s1", 0)]
 
         # an append made after the change, by the other store, is indexed the new way
-        await second.append("s1", [said(1, "then it jumped over the fences")])
+        await second.append("s1", [user_message(1, "then it jumped over the fences")])
         assert await found(first, "jumping") == [("s1", 1)]
         assert await first.search_index_problems() == []
         assert await first.search_index_problems("s1") == []
