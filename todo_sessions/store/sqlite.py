@@ -32,10 +32,10 @@ thread of the store.
   exclusive locking mode) it answers SQLITE_BUSY at once, and the read goes to a reader thread
   like any other. Nor does it run beside this process's writer: never on the writer's
   thread. What the loop pays is the read itself, a few B-tree pages already in the page
-  cache: ``current_todos`` on a 100,000-event session took a median 115 µs inline
-  against 235 µs through a reader thread, plain ``sqlite3``'s one SELECT 18-20 µs, on a
-  machine at load 12-18 (bench/peers_bench.py, issue #30 in bench/RESULTS.md); what is left
-  is the store's own Python (the session row as a dict, the todo items as models).
+  cache: ``current_todos`` on a 100,000-event session is one statement (no BEGIN/ROLLBACK
+  around it: `reads.ONE_STATEMENT`) and took a median 21-25 µs inline on a quiet machine,
+  plain ``sqlite3``'s one SELECT and ``json.loads`` 6-9 µs (235 µs through a reader thread
+  before any of this, at load 12-18; bench/peers_bench.py, issue #30 in bench/RESULTS.md).
   Anything longer (whole logs, folds, lists) stays on the reader threads.
   ``tests/test_inline_reads.py`` holds another process's write lock and a pending checkpoint
   while the loop reads, and watches a heartbeat.
