@@ -97,6 +97,11 @@ def in_namespace(store: SessionStore, statement: str) -> str:
     return _OUR_TABLES.sub(lambda m: namespace.sql_name(m.group(1)), statement)
 
 
+def chain_literal(store: SessionStore, value: str) -> str:
+    """A chain value (hex) as the SQL literal of the stored column (BLOB / bytea)."""
+    return f"X'{value}'" if store.dialect == "sqlite" else f"'\\x{value}'::bytea"
+
+
 async def tamper(store: SessionStore, *statements: str) -> None:
     """Run ``statements`` (in one transaction) past the append-only triggers, as someone with
     raw access would (our table names in them are the store's namespace's: `in_namespace`)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from factories import header, in_namespace, tamper, turn
+from factories import chain_literal, header, in_namespace, tamper, turn
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -61,9 +61,13 @@ async def two_turns(store: SessionStore, sid: str = "s") -> None:
 
 
 async def stored_chain(store: SessionStore, sid: str = "s") -> list[tuple[int, str | None]]:
+    """The stored chain values (32 bytes each, BLOB / bytea) as hex, by seq."""
+
     def read(conn: Connection) -> list[tuple[int, str | None]]:
         sql = f"SELECT seq, chain FROM session_events WHERE session_id = '{sid}' ORDER BY seq"
-        return [(r[0], r[1]) for r in conn.execute(text(in_namespace(store, sql)))]
+        found = [(r[0], r[1]) for r in conn.execute(text(in_namespace(store, sql)))]
+        assert all(v is None or (type(v) is bytes and len(v) == 32) for _, v in found), found
+        return [(seq, None if v is None else v.hex()) for seq, v in found]
 
     return await run_maintenance(store, read, write=False)
 
@@ -217,7 +221,8 @@ async def test_a_rewrite_with_the_chain_recomputed_is_found_against_an_export(
     rows[3]["data"] = rows[3]["data"].replace("1}", "2}")
     forged = list(chain_values(header_row(log.header), rows))
     updates = [
-        f"UPDATE session_events SET chain = '{value}' WHERE session_id = 's' AND seq = {seq}"
+        f"UPDATE session_events SET chain = {chain_literal(store, value)} "
+        f"WHERE session_id = 's' AND seq = {seq}"
         for seq, value in enumerate(forged)
     ]
     edit = "UPDATE session_events SET data = REPLACE(data, '1}', '2}') WHERE seq = 3"
@@ -248,7 +253,8 @@ async def test_a_keyed_chain_verifies_only_with_its_key(db_url: str) -> None:
             "UPDATE session_events SET data = REPLACE(data, '\"hi\"', '\"HI\"') "
             "WHERE session_id = 's' AND seq = 1",
             *(
-                f"UPDATE session_events SET chain = '{v}' WHERE session_id = 's' AND seq = {q}"
+                f"UPDATE session_events SET chain = {chain_literal(keyed, v)} "
+                f"WHERE session_id = 's' AND seq = {q}"
                 for q, v in enumerate(forged)
             ),
         )

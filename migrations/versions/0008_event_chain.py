@@ -5,12 +5,13 @@ Revises: 0007
 Create Date: 2026-12-02
 
 ``session_events.chain`` holds each event's chain value (`todo_sessions.core.chain`: a hash
-over the previous event's value and the event's stored text, the header bound in at seq 0),
-written by the append from now on. The upgrade chains the rows already stored, session by
-session in seq order (rows past a session's stored end stay without a value; ``verify``
-reports those rows anyway), with a plain hash: the database holds no key. The append-only
-UPDATE trigger is set aside for that one statement and put back in the same transaction. The
-downgrade drops the column.
+over the previous event's value and the event's stored text, the header bound in at seq 0):
+its 32 bytes, a BLOB on SQLite and ``bytea`` on PostgreSQL (its 64 hex digits cost every
+PostgreSQL row and WAL record 65 bytes), written by the append from now on. The upgrade
+chains the rows already stored, session by session in seq order (rows past a session's
+stored end stay without a value; ``verify`` reports those rows anyway), with a plain hash:
+the database holds no key. The append-only UPDATE trigger is set aside for that one
+statement and put back in the same transaction. The downgrade drops the column.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ FIELDS = ("seq", "type", "time", "data", "surface_op", "source_event_seqs", "ign
 def upgrade() -> None:
     ns = migration_namespace()
     events = ns.name("session_events")
-    op.add_column(events, sa.Column("chain", sa.String(64), nullable=True), schema=ns.schema)
+    op.add_column(events, sa.Column("chain", sa.LargeBinary(), nullable=True), schema=ns.schema)
     dialect = op.get_bind().dialect.name
     trigger = f"trg_{events}_no_update"
     if dialect == "postgresql":
@@ -66,7 +67,7 @@ def _chain_existing(ns: Namespace) -> None:
         ns.name("session_events"),
         sa.column("session_id", sa.String),
         *(sa.column(name) for name in FIELDS),
-        sa.column("chain", sa.String),
+        sa.column("chain", sa.LargeBinary),
         schema=ns.schema,
     )
     c = events.c
@@ -96,7 +97,7 @@ def _chain_existing(ns: Namespace) -> None:
             batch = []
             for event in found:
                 value = link(value, event_text(event._mapping))
-                batch.append({"b_sid": sid, "b_seq": event.seq, "b_chain": value.hex()})
+                batch.append({"b_sid": sid, "b_seq": event.seq, "b_chain": value})
             if batch:
                 bind.execute(update, batch)
 

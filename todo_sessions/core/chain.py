@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 CHAIN_SIZE = 32
-"""Bytes of a chain value (64 hex digits)."""
+"""Bytes of a chain value (stored as such; 64 hex digits where one is shown)."""
 
 BOUND_HEADER_FIELDS = (
     "id",

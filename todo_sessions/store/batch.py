@@ -115,11 +115,11 @@ _PLAIN = blake2b(digest_size=CHAIN_SIZE)
 """The unkeyed hash, set up once: each link is a copy of it (a third cheaper than a new one)."""
 
 
-def chain_rows(batch: AppendBatch, previous: str | None) -> None:
-    """Set each row's ``chain`` (`core.chain`), inside the append transaction: ``previous`` is
-    the stored chain value of the event before the batch (read with the next seq); a batch at
-    seq 0 starts from its header. A predecessor without one (written outside todo_sessions)
-    is refused: the chain cannot go on from it."""
+def chain_rows(batch: AppendBatch, previous: bytes | None) -> None:
+    """Set each row's ``chain`` (`core.chain`: its 32 bytes, as the column holds them), inside
+    the append transaction: ``previous`` is the stored chain value of the event before the
+    batch (read with the next seq); a batch at seq 0 starts from its header. A predecessor
+    without one (written outside todo_sessions) is refused: the chain cannot go on from it."""
     key, rows = batch.chain_key, batch.rows
     first = rows[0]["seq"]
     if first == 0:
@@ -136,14 +136,14 @@ def chain_rows(batch: AppendBatch, previous: str | None) -> None:
             "`todo-sessions verify`)",
         )
     else:
-        value = bytes.fromhex(previous)
+        value = bytes(previous)
     start = blake2b(digest_size=CHAIN_SIZE, key=key) if key else _PLAIN
     for row in rows:  # link(value, event_text(row), key), the set-up hash copied
         digest = start.copy()
         digest.update(value)
         digest.update(event_text(row))
         value = digest.digest()
-        row["chain"] = value.hex()
+        row["chain"] = value
 
 
 def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:

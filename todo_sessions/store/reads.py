@@ -367,7 +367,15 @@ def chain_rows(
     if from_seq >= upto:
         return row, []
     found = rows.fetch("chain_rows", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
-    return row, [dict(zip(CHAIN_FIELDS, r, strict=True)) for r in found]
+    events = [dict(zip(CHAIN_FIELDS, r, strict=True)) for r in found]
+    for event in events:  # the stored bytes as the hex every caller compares
+        event["chain"] = _hex(event["chain"])
+    return row, events
+
+
+def _hex(value: Any) -> str | None:
+    """A stored chain value (bytes; None when written outside todo_sessions) as hex."""
+    return None if value is None else bytes(value).hex()
 
 
 def chain_head(rows: Rows, session_id: str) -> tuple[int, str | None] | None:
@@ -376,7 +384,7 @@ def chain_head(rows: Rows, session_id: str) -> tuple[int, str | None] | None:
     if last < 0:
         return None
     found = rows.fetch("chain_at", {"session_id": session_id, "seq": last})
-    return last, (found[0][0] if found else None)
+    return last, (_hex(found[0][0]) if found else None)
 
 
 def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:

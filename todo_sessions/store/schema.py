@@ -23,6 +23,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -162,8 +163,9 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         Column(
             "ignorable", Boolean(create_constraint=False), nullable=False, server_default=false()
         ),
-        # the hash chain (`core.chain`): 64 hex digits, written by the append (revision 0008)
-        Column("chain", String(64), nullable=True),
+        # the hash chain (`core.chain`): its 32 bytes (BLOB / bytea; hex above the store),
+        # written by the append (revision 0008)
+        Column("chain", LargeBinary, nullable=True),
         PrimaryKeyConstraint("session_id", "seq"),
         CheckConstraint("seq >= 0", name="seq_non_negative"),
         # latest event of a type (todo/write) without scanning the session
