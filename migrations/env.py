@@ -1,7 +1,7 @@
 """Alembic environment for todo_sessions.
 
 Embedded use (``await todo_sessions.migrate(url)``, a store opening a database, or
-``todo_sessions.migrate_on(connection)`` from a host application's own alembic run) hands a
+``todo_sessions.alembic.migrate_on(connection)`` from a host application's own alembic run) hands a
 connection in through ``config.attributes["connection"]``, already inside a transaction (ours,
 holding the write lock on SQLite or an advisory lock on PostgreSQL, or the host's); this file
 then only runs the migrations on it and never starts an event loop. The caller

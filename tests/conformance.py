@@ -655,8 +655,8 @@ def run_todo_write(job: Mapping[str, Any]) -> dict[str, Any]:
     (one per call) and ``written`` (the lists the calls appended, in order)."""
     import asyncio
 
-    from todo_sessions.tools.base import ToolContext
-    from todo_sessions.tools.todo_write import TodoWriteTool
+    from todo_sessions.harness.tools.base import ToolContext
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
 
     tool = TodoWriteTool(allow_parallel_in_progress=job["allowParallel"])
     session = _todo_session() if job["agent"] else None
@@ -737,7 +737,7 @@ def _todo_expect(
 def compare_present_call(case: Mapping[str, Any]) -> list[str]:
     """The tool's presentation: title, kind and the raw input, on the reference's keys (ours
     has no ``card``: `present_call` gives ``{title, kind, raw_input}``)."""
-    from todo_sessions.tools.todo_write import TodoWriteTool
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
 
     shown = TodoWriteTool().present_call(case["job"]["args"]) or {}
     mine = {

@@ -31,7 +31,7 @@ from logs import LogBuilder
 from todo_sessions import SessionStore, derive_messages
 from todo_sessions.cli import main
 from todo_sessions.core.messages import messages_adapter
-from todo_sessions.demo import run_demo
+from todo_sessions.harness.demo import run_demo
 
 DEMO = "demo"
 BUILT = "built"
@@ -668,7 +668,7 @@ def test_ctrl_c_is_one_line_exit_130(db: str, monkeypatch: pytest.MonkeyPatch) -
     async def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("todo_sessions.demo.run_demo", interrupted)
+    monkeypatch.setattr("todo_sessions.harness.demo.run_demo", interrupted)
     result = cli(db, "demo")
     assert result.exit_code == 130, (result.stderr, result.exception)
     assert result.stderr == "error: interrupted\n" and result.stdout == ""

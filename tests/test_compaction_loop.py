@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import AgentLoop, CompactionPolicy, Session, SessionHeader
-from todo_sessions.agent.model import Finish, ModelDelta, TextDelta, ToolCallDelta
+from todo_sessions import Session, SessionHeader
 from todo_sessions.core.compaction import PLAN_HEADING, is_summary_message
 from todo_sessions.core.messages import Message, TextBlock, ToolResultBlock
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.verify import verify_events
-from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
+from todo_sessions.harness import AgentLoop, CompactionPolicy
+from todo_sessions.harness.model import Finish, ModelDelta, TextDelta, ToolCallDelta
+from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 ITEMS = [f"step {n}" for n in range(1, 13)]
 
@@ -162,7 +163,7 @@ async def test_a_failed_summarisation_leaves_the_history_and_the_turn_goes_on(
 ) -> None:
     model = PlanningModel(fail_summaries=how == "fail", empty_summaries=how == "empty")
     loop = loop_for(model, threshold=0.6)
-    with caplog.at_level(logging.WARNING, "todo_sessions.agent"):
+    with caplog.at_level(logging.WARNING, "todo_sessions.harness"):
         for turn in range(1, 6):
             assert (await loop.run_turn(f"please do step {turn}")).reason == "completed"
     events = list(loop.session.events)

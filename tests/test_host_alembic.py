@@ -2,8 +2,9 @@
 
 A throwaway host project (its own alembic.ini, env.py and one revision creating
 ``host_things``) runs ``alembic upgrade head`` as a subprocess, calling
-``todo_sessions.migrate_on(connection)`` before its own migrations, after them, or from inside
-one of its revisions. Both histories must end up applied, each in its own version table, and
+``todo_sessions.alembic.migrate_on(connection)`` before its own migrations, after them, or
+from inside one of its revisions. Both histories must end up applied, each in its own version
+table, and
 the host's autogenerate (``alembic check``) must see nothing to do for our tables.
 """
 
@@ -22,8 +23,9 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Connection
 
-import todo_sessions
-from todo_sessions import SchemaError, SessionStore, migrate, migrate_on
+import todo_sessions.alembic
+from todo_sessions import SchemaError, SessionStore, migrate
+from todo_sessions.alembic import migrate_on
 from todo_sessions.store.migrate import head_revision, run_locked
 
 ALEMBIC = Path(sys.executable).parent / "alembic"
@@ -44,7 +46,7 @@ from alembic import context
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, pool
 from sqlalchemy.ext.asyncio import create_async_engine
 
-import todo_sessions
+import todo_sessions.alembic
 
 host_metadata = MetaData()
 Table("host_things", host_metadata, Column("id", Integer, primary_key=True),
@@ -67,7 +69,7 @@ if NAMESPACE:  # the host's own `sessions` table (its revision 0002)
 
 def run(connection):
     if WHEN == "before":
-        todo_sessions.migrate_on(connection, **NAMESPACE)
+        todo_sessions.alembic.migrate_on(connection, **NAMESPACE)
     options = {}
     if FILTER == "object":
         options["include_object"] = OURS.include_object
@@ -79,7 +81,7 @@ def run(connection):
     with context.begin_transaction():
         context.run_migrations()
     if WHEN == "after":
-        todo_sessions.migrate_on(connection, **NAMESPACE)
+        todo_sessions.alembic.migrate_on(connection, **NAMESPACE)
 
 
 if URL.startswith("postgresql+asyncpg"):  # the async template: no sync driver needed
@@ -109,7 +111,7 @@ import os
 import sqlalchemy as sa
 from alembic import op
 
-import todo_sessions
+import todo_sessions.alembic
 
 revision = "0001"
 down_revision = None
@@ -124,7 +126,7 @@ def upgrade():
         sa.Column("name", sa.String(50)),
     )
     if os.environ.get("HOST_TS_WHEN") == "inside":
-        todo_sessions.migrate_on(op.get_bind())
+        todo_sessions.alembic.migrate_on(op.get_bind())
     op.execute("INSERT INTO host_things (id, name) VALUES (1, 'still the host op')")
 
 
@@ -335,9 +337,9 @@ def test_migrate_on_refuses_a_foreign_schema(tmp_path: Path) -> None:
 def test_include_hooks_judge_tables_by_name_and_schema() -> None:
     from sqlalchemy import Column, Index, Integer, MetaData, Table
 
-    include = todo_sessions.alembic_include_object
-    name_hook = todo_sessions.alembic_include_name
-    ours = todo_sessions.metadata.tables["session_events"]
+    include = todo_sessions.alembic.alembic_include_object
+    name_hook = todo_sessions.alembic.alembic_include_name
+    ours = todo_sessions.alembic.metadata.tables["session_events"]
     mine = Table("host_things", MetaData(), Column("id", Integer), Index("ix_h", "id"))
     elsewhere = Table("sessions", MetaData(), Column("id", Integer), schema="host")
     assert not include(ours, "session_events", "table", True, None)

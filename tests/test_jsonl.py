@@ -19,8 +19,8 @@ from logs import LogBuilder
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore
 from todo_sessions.cli import main
-from todo_sessions.demo import run_demo
 from todo_sessions.errors import InvalidEventError, SessionExistsError, SessionNotFoundError
+from todo_sessions.harness.demo import run_demo
 from todo_sessions.jsonl import export_lines, header_line, import_lines
 
 T0 = 1_764_000_000_000

@@ -12,12 +12,12 @@ import pytest
 from factories import call_ids
 
 from todo_sessions import SessionHeader
-from todo_sessions.agent.loop import AgentLoop
-from todo_sessions.agent.model import ScriptedModel, ScriptedResponse
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import derive_messages
+from todo_sessions.harness.loop import AgentLoop
+from todo_sessions.harness.model import ScriptedModel, ScriptedResponse
+from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 from todo_sessions.session import Session
-from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 PLAN = {
     "todos": [{"content": "look", "status": "in_progress"}, {"content": "fix", "status": "pending"}]
@@ -305,8 +305,8 @@ class Flaky:
         self.calls = 0
 
     async def stream(self, messages: Any, tools: Any) -> Any:
-        from todo_sessions.agent.model import Finish, TextDelta
         from todo_sessions.errors import ModelRequestError
+        from todo_sessions.harness.model import Finish, TextDelta
 
         self.calls += 1
         if self.calls <= self.failures:
@@ -348,7 +348,7 @@ async def test_model_errors_that_are_not_retried() -> None:
 
 
 async def test_requests_are_recorded_when_they_change_and_derived_at_any_seq() -> None:
-    from todo_sessions.agent.requests import derive_request
+    from todo_sessions.harness.requests import derive_request
 
     registry = ToolRegistry()
     registry.register(TodoWriteTool())

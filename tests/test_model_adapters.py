@@ -20,17 +20,18 @@ from test_providers_stream import (
     _chunk,
 )
 
-from todo_sessions import AgentLoop, SessionHeader, TodoWriteTool, ToolRegistry
-from todo_sessions.agent.adapters import (
+from todo_sessions import SessionHeader
+from todo_sessions.core.messages import Message, messages_adapter
+from todo_sessions.errors import ModelAuthError, ModelRequestError
+from todo_sessions.harness import AgentLoop, TodoWriteTool, ToolRegistry
+from todo_sessions.harness.adapters import (
     AnthropicModel,
     OpenAIChatModel,
     OpenAIResponsesModel,
     RetryPolicy,
     model_from_spec,
 )
-from todo_sessions.agent.model import Finish, ModelDelta, TextDelta, content_from_deltas
-from todo_sessions.core.messages import Message, messages_adapter
-from todo_sessions.errors import ModelAuthError, ModelRequestError
+from todo_sessions.harness.model import Finish, ModelDelta, TextDelta, content_from_deltas
 from todo_sessions.session import Session
 
 FAST = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0)

@@ -22,8 +22,11 @@ from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
-from todo_sessions import AgentLoop, SessionService, SessionStore, ToolRegistry
-from todo_sessions.agent.model import (
+from todo_sessions import SessionService, SessionStore
+from todo_sessions.core.messages import AssistantMessage, Message, messages_adapter
+from todo_sessions.errors import ProviderResponseError
+from todo_sessions.harness import AgentLoop, ToolRegistry
+from todo_sessions.harness.model import (
     Finish,
     ModelDelta,
     ReasoningDelta,
@@ -31,11 +34,9 @@ from todo_sessions.agent.model import (
     ToolCallDelta,
     content_from_deltas,
 )
-from todo_sessions.core.messages import AssistantMessage, Message, messages_adapter
-from todo_sessions.errors import ProviderResponseError
-from todo_sessions.providers import anthropic, openai_chat, openai_responses
-from todo_sessions.providers._common import MISSING_RESULT
-from todo_sessions.tools.base import ToolContext, ToolResult
+from todo_sessions.harness.providers import anthropic, openai_chat, openai_responses
+from todo_sessions.harness.providers._common import MISSING_RESULT
+from todo_sessions.harness.tools.base import ToolContext, ToolResult
 
 # -- conformance to the SDKs' TypedDicts ---------------------------------------------------------
 

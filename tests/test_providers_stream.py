@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from todo_sessions.agent.model import (
+from todo_sessions.errors import ProviderResponseError
+from todo_sessions.harness.model import (
     Finish,
     ModelDelta,
     ReasoningDelta,
@@ -18,8 +19,7 @@ from todo_sessions.agent.model import (
     ToolCallDelta,
     content_from_deltas,
 )
-from todo_sessions.errors import ProviderResponseError
-from todo_sessions.providers import anthropic, openai_chat, openai_responses
+from todo_sessions.harness.providers import anthropic, openai_chat, openai_responses
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from todo_sessions.core.catalog import validate_event
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import todo_list_problem
 from todo_sessions.core.verify import verify_events
+from todo_sessions.harness.tools.base import ToolContext
+from todo_sessions.harness.tools.todo_write import TodoWriteTool
 from todo_sessions.jsonl import header_line, parse_lines
-from todo_sessions.tools.base import ToolContext
-from todo_sessions.tools.todo_write import TodoWriteTool
 
 T = 1_700_000_000_000
 

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from tests import conformance as corpus
 from todo_sessions import SessionStore
-from todo_sessions.agent.requests import derive_request
 from todo_sessions.cli import main
 from todo_sessions.core.catalog import validate_event
 from todo_sessions.errors import InvalidEventError
+from todo_sessions.harness.requests import derive_request
 from todo_sessions.jsonl import (
     export_lines,
     import_lines,

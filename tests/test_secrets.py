@@ -16,15 +16,16 @@ import pytest
 from click.testing import CliRunner
 from test_model_adapters import FakeServer, Reply, prompt
 
-from todo_sessions import AgentLoop, SessionHeader, SessionStore, TodoWriteTool, ToolRegistry
-from todo_sessions.agent.adapters import (
+from todo_sessions import SessionHeader, SessionStore
+from todo_sessions.cli import main
+from todo_sessions.errors import ModelAuthError, ModelRequestError
+from todo_sessions.harness import AgentLoop, TodoWriteTool, ToolRegistry
+from todo_sessions.harness.adapters import (
     AnthropicModel,
     OpenAIChatModel,
     RetryPolicy,
     model_from_spec,
 )
-from todo_sessions.cli import main
-from todo_sessions.errors import ModelAuthError, ModelRequestError
 from todo_sessions.jsonl import export_lines
 from todo_sessions.redact import mask_url, mask_urls, redact
 from todo_sessions.session import Session

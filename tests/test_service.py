@@ -23,11 +23,11 @@ from todo_sessions import (
     SessionStore,
     StoreBusyError,
 )
-from todo_sessions.agent.loop import AgentLoop
-from todo_sessions.agent.model import ModelDelta, ScriptedModel, ScriptedResponse
 from todo_sessions.core.structure import check_structure
+from todo_sessions.harness.loop import AgentLoop
+from todo_sessions.harness.model import ModelDelta, ScriptedModel, ScriptedResponse
+from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 from todo_sessions.service import SessionService
-from todo_sessions.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 
 AT_FLUSH_POINTS: dict[str, Any] = {"flush_interval": None, "retain_events": True}
 """These tests pin the flush points themselves: no timer flush, and the session keeps its

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from todo_sessions import SessionHeader
-from todo_sessions.session import Session
-from todo_sessions.tools import (
+from todo_sessions.harness.tools import (
     TodoWriteTool,
     Tool,
     ToolContext,
     ToolRegistry,
     ToolResult,
 )
+from todo_sessions.session import Session
 
 
 def make_session() -> Session:
@@ -347,7 +347,7 @@ async def test_tool_exception_becomes_error_result(
 ) -> None:
     registry = ToolRegistry()
     registry.register(Boom(RuntimeError("disk on fire")))
-    with caplog.at_level(logging.ERROR, logger="todo_sessions.tools"):
+    with caplog.at_level(logging.ERROR, logger="todo_sessions.harness.tools"):
         result = await registry.execute("boom", {}, ctx(None))
     assert result.is_error
     assert result.text_content == "tool boom failed: RuntimeError: disk on fire"

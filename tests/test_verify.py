@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 from todo_sessions import SessionEvent, SessionStore
 from todo_sessions.cli import main
 from todo_sessions.core.verify import Problem, verify_events
-from todo_sessions.demo import run_demo
+from todo_sessions.harness.demo import run_demo
 from todo_sessions.store.maintenance import run_maintenance
 
 # -- verify_events: pure --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
-from todo_sessions.demo import run_demo
+from todo_sessions.harness.demo import run_demo
 from todo_sessions.jsonl import export_lines
 from todo_sessions.web import create_app
 from todo_sessions.web.views import TIMELINE_PAGE, messages_json

@@ -3,9 +3,20 @@
 Everything a session does is stored as typed events; projections rebuild the todo list and
 the model's message history from them. See README.md and docs/.
 
-The public names are the ones below (``__all__``); the subpackages (``store``, ``core``,
-``agent``, ``tools``, ``providers``, ``web``) are implementation, with the exceptions their own
-docstrings name (``todo_sessions.acp``, ``todo_sessions.web``, the ``providers`` formats).
+This module is the persistence library's surface (``__all__``): events and their catalog,
+projections, the store, live sessions, the service and the blocking API. The other products
+live in subpackages with surfaces of their own:
+
+- `todo_sessions.harness`: the agent loop, the model protocol and adapters, the provider
+  formats and the tools (``todo_write``);
+- `todo_sessions.acp`: the Agent Client Protocol bridge (extra ``[acp]``);
+- `todo_sessions.web`: the browser viewer (extra ``[web]``);
+- `todo_sessions.integrations`: session backends for the Claude Agent SDK and the OpenAI
+  Agents SDK (extras ``[claude]``, ``[openai-agents]``);
+- `todo_sessions.alembic`: the hooks for a host application's own alembic environment;
+- `todo_sessions.errors`: every exception of the package.
+
+Other modules (``core``, ``store``, ``session`` ...) are implementation: import from here.
 """
 
 from importlib import import_module
@@ -14,9 +25,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 # The public names, written once: where each lives. `__all__` and the lazy lookup below are
-# made from this table. Everything loads on first use (PEP 562), so `import todo_sessions`
-# costs little: the store, alembic, pydantic models, the agent loop and the ACP SDK are
-# imported when a name that needs them is first looked up.
+# made from this table; every name loads on first use (PEP 562).
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": (
         "AcknowledgedEventsLostError",
@@ -27,11 +36,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FormatUnsupportedError",
         "InvalidEventError",
         "LeaseLostError",
-        "ModelAuthError",
-        "ModelError",
-        "ModelRequestError",
         "NamespaceError",
-        "ProviderResponseError",
         "SchemaError",
         "SearchQueryError",
         "SeqConflictError",
@@ -45,17 +50,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "StructureError",
         "TodoSessionsError",
     ),
-    ".acp.agent": ("TodoSessionsAgent",),
-    ".acp.mapping": ("todos_to_plan",),
-    ".agent.adapters": (
-        "AnthropicModel",
-        "OpenAIChatModel",
-        "OpenAIResponsesModel",
-        "RetryPolicy",
-        "model_from_spec",
-    ),
-    ".agent.loop": ("AgentLoop", "CompactionPolicy", "TurnOutcome"),
-    ".agent.model": ("Model", "ScriptedModel", "ScriptedResponse"),
     ".core.catalog": (
         "EVENT_TYPES",
         "FORMAT_VERSION",
@@ -64,18 +58,22 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "validate_event",
     ),
     ".core.checkpoint": ("LiveState",),
-    ".core.compaction": ("CompactionResult", "PruneResult"),
-    ".core.deltas": (
-        "Finish",
-        "ModelDelta",
-        "ReasoningDelta",
-        "TextDelta",
-        "ToolCallDelta",
-        "content_from_deltas",
+    ".core.compaction": (
+        "CompactionResult",
+        "PruneResult",
     ),
-    ".core.envelope": ("SessionEvent", "SurfaceOp", "SurfaceReplace"),
+    ".core.envelope": (
+        "SessionEvent",
+        "SurfaceOp",
+        "SurfaceReplace",
+    ),
     ".core.header": ("SessionHeader",),
-    ".core.messages": ("AssistantMessage", "ContentBlock", "Message", "UserMessage"),
+    ".core.messages": (
+        "AssistantMessage",
+        "ContentBlock",
+        "Message",
+        "UserMessage",
+    ),
     ".core.repair": ("interrupted_turn_closers",),
     ".core.structure": ("check_structure",),
     ".core.surface": (
@@ -85,12 +83,23 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "derive_messages",
         "fold_surface",
     ),
-    ".core.todos": ("TodoItem", "current_todos", "render_todos", "standing_plan"),
-    ".recovery": ("RecoveryResult", "recover"),
+    ".core.todos": (
+        "TodoItem",
+        "current_todos",
+        "render_todos",
+        "standing_plan",
+    ),
+    ".recovery": (
+        "RecoveryResult",
+        "recover",
+    ),
     ".service": ("SessionService",),
     ".session": ("Session",),
-    ".store.leases": ("Lease", "LeaseHolder"),
-    ".store.migrate": ("alembic_include_name", "alembic_include_object", "migrate", "migrate_on"),
+    ".store.leases": (
+        "Lease",
+        "LeaseHolder",
+    ),
+    ".store.migrate": ("migrate",),
     ".store.namespace": ("Namespace",),
     ".store.results": (
         "CheckpointInfo",
@@ -101,10 +110,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SessionUsage",
         "StoredLog",
     ),
-    ".store.schema": ("metadata",),
     ".store.store": ("SessionStore",),
-    ".sync": ("SyncSessionService", "SyncSessionStore"),
-    ".tools": ("TodoWriteTool", "ToolContext", "ToolRegistry", "ToolResult"),
+    ".sync": (
+        "SyncSessionService",
+        "SyncSessionStore",
+    ),
 }
 
 _LAZY: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -112,19 +122,6 @@ _LAZY: dict[str, str] = {name: module for module, names in _EXPORTS.items() for 
 __all__ = sorted([*_LAZY, "__version__"])
 
 if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.py holds them equal)
-    from .acp.agent import TodoSessionsAgent as TodoSessionsAgent
-    from .acp.mapping import todos_to_plan as todos_to_plan
-    from .agent.adapters import AnthropicModel as AnthropicModel
-    from .agent.adapters import OpenAIChatModel as OpenAIChatModel
-    from .agent.adapters import OpenAIResponsesModel as OpenAIResponsesModel
-    from .agent.adapters import RetryPolicy as RetryPolicy
-    from .agent.adapters import model_from_spec as model_from_spec
-    from .agent.loop import AgentLoop as AgentLoop
-    from .agent.loop import CompactionPolicy as CompactionPolicy
-    from .agent.loop import TurnOutcome as TurnOutcome
-    from .agent.model import Model as Model
-    from .agent.model import ScriptedModel as ScriptedModel
-    from .agent.model import ScriptedResponse as ScriptedResponse
     from .core.catalog import EVENT_TYPES as EVENT_TYPES
     from .core.catalog import FORMAT_VERSION as FORMAT_VERSION
     from .core.catalog import EventType as EventType
@@ -133,12 +130,6 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .core.checkpoint import LiveState as LiveState
     from .core.compaction import CompactionResult as CompactionResult
     from .core.compaction import PruneResult as PruneResult
-    from .core.deltas import Finish as Finish
-    from .core.deltas import ModelDelta as ModelDelta
-    from .core.deltas import ReasoningDelta as ReasoningDelta
-    from .core.deltas import TextDelta as TextDelta
-    from .core.deltas import ToolCallDelta as ToolCallDelta
-    from .core.deltas import content_from_deltas as content_from_deltas
     from .core.envelope import SessionEvent as SessionEvent
     from .core.envelope import SurfaceOp as SurfaceOp
     from .core.envelope import SurfaceReplace as SurfaceReplace
@@ -166,11 +157,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import FormatUnsupportedError as FormatUnsupportedError
     from .errors import InvalidEventError as InvalidEventError
     from .errors import LeaseLostError as LeaseLostError
-    from .errors import ModelAuthError as ModelAuthError
-    from .errors import ModelError as ModelError
-    from .errors import ModelRequestError as ModelRequestError
     from .errors import NamespaceError as NamespaceError
-    from .errors import ProviderResponseError as ProviderResponseError
     from .errors import SchemaError as SchemaError
     from .errors import SearchQueryError as SearchQueryError
     from .errors import SeqConflictError as SeqConflictError
@@ -189,10 +176,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .session import Session as Session
     from .store.leases import Lease as Lease
     from .store.leases import LeaseHolder as LeaseHolder
-    from .store.migrate import alembic_include_name as alembic_include_name
-    from .store.migrate import alembic_include_object as alembic_include_object
     from .store.migrate import migrate as migrate
-    from .store.migrate import migrate_on as migrate_on
     from .store.namespace import Namespace as Namespace
     from .store.results import CheckpointInfo as CheckpointInfo
     from .store.results import PruneReport as PruneReport
@@ -201,20 +185,15 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .store.results import SessionSummary as SessionSummary
     from .store.results import SessionUsage as SessionUsage
     from .store.results import StoredLog as StoredLog
-    from .store.schema import metadata as metadata
     from .store.store import SessionStore as SessionStore
     from .sync import SyncSessionService as SyncSessionService
     from .sync import SyncSessionStore as SyncSessionStore
-    from .tools import TodoWriteTool as TodoWriteTool
-    from .tools import ToolContext as ToolContext
-    from .tools import ToolRegistry as ToolRegistry
-    from .tools import ToolResult as ToolResult
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'todo_sessions' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value  # looked up once
     return value

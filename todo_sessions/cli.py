@@ -561,7 +561,7 @@ def migrate_cmd(ctx: Context) -> None:
 def demo_cmd(ctx: Context, session_id: str | None) -> None:
     """Run a scripted coding session through the real agent loop into the store, then
     print its replay: the timeline, the todo list after each write, and the model's messages."""
-    from .demo import run_demo
+    from .harness.demo import run_demo
 
     async def work(store: SessionStore) -> tuple[Any, Any, Any, Any]:
         result = await run_demo(store, session_id=session_id)
@@ -1551,7 +1551,7 @@ def acp_cmd(
         service = SessionService(ctx.store())
         agent = None
         if model_spec is not None:
-            from .agent.adapters import model_from_spec
+            from .harness.adapters import model_from_spec
 
             try:
                 model = model_from_spec(

@@ -314,7 +314,7 @@ class EventsNotStoredError(TodoSessionsError):
         )
 
 
-# -- model providers (todo_sessions.providers, todo_sessions.agent.adapters) ---------------------
+# -- model providers (todo_sessions.harness: its providers and adapters) -------------------------
 #
 #   TodoSessionsError
 #   └── ModelError                     a model provider failed, or answered unusably

@@ -25,7 +25,7 @@ from todo_sessions.core.messages import Message, TextBlock, ToolCallBlock, ToolR
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import TodoItem, current_todos
 from todo_sessions.core.verify import errors_of, verify_events
-from todo_sessions.providers import anthropic, openai_chat, openai_responses
+from todo_sessions.harness.providers import anthropic, openai_chat, openai_responses
 
 MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 

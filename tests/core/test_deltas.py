@@ -1,4 +1,4 @@
-"""The stream value types and the content a stream of them makes (core/deltas.py)."""
+"""The stream value types and the content a stream of them makes (harness/deltas.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from todo_sessions.core.deltas import (
+from todo_sessions.harness.deltas import (
     Finish,
     ReasoningDelta,
     TextDelta,

@@ -5,6 +5,13 @@ See docs/design.md, "ACP bridge".
 Every SDK type is imported in `todo_sessions.acp._sdk` only.
 """
 
+from .agent import TodoSessionsAgent
 from .mapping import event_to_updates, replay_updates, todos_to_plan, update_to_wire
 
-__all__ = ["event_to_updates", "replay_updates", "todos_to_plan", "update_to_wire"]
+__all__ = [
+    "TodoSessionsAgent",
+    "event_to_updates",
+    "replay_updates",
+    "todos_to_plan",
+    "update_to_wire",
+]

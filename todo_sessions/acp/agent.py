@@ -50,8 +50,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Seque
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
-from ..agent.loop import AgentLoop
-from ..agent.model import Model
 from ..core.envelope import SessionEvent
 from ..core.meta import META_TYPE
 from ..errors import (
@@ -62,11 +60,13 @@ from ..errors import (
     StructureError,
     TodoSessionsError,
 )
+from ..harness.loop import AgentLoop
+from ..harness.model import Model
+from ..harness.tools.base import ToolContext, ToolResult
+from ..harness.tools.registry import ToolRegistry
 from ..service import SessionService
 from ..session import Session
 from ..store.results import SessionSummary
-from ..tools.base import ToolContext, ToolResult
-from ..tools.registry import ToolRegistry
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
 from .connection import AgentConnection

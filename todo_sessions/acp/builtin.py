@@ -12,11 +12,11 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..agent.model import Finish, ModelDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, TextBlock, ToolCallBlock, UserMessage
-from ..tools.base import ToolContext, ToolResult
-from ..tools.registry import ToolRegistry
-from ..tools.todo_write import TodoWriteTool
+from ..harness.model import Finish, ModelDelta, TextDelta, ToolCallDelta
+from ..harness.tools.base import ToolContext, ToolResult
+from ..harness.tools.registry import ToolRegistry
+from ..harness.tools.todo_write import TodoWriteTool
 
 __all__ = ["SYSTEM_PROMPT", "PlanningModel", "WorkTool", "builtin_tools", "todo_tools"]
 

@@ -45,9 +45,9 @@ from ..errors import (
     SessionNotFoundError,
     StoreBusyError,
 )
+from ..harness.tools import TodoWriteTool, ToolContext
+from ..harness.tools.todo_write import TODO_WRITE_PARAMETERS
 from ..store.store import SessionStore
-from ..tools import TodoWriteTool, ToolContext
-from ..tools.todo_write import TODO_WRITE_PARAMETERS
 from ._common import MAX_TRIES, Batch, LogState, StoreHandle, now_ms
 
 __all__ = ["TAG", "TodoSessionsSession", "todo_write_tool"]

@@ -168,7 +168,7 @@ async def migrate(
     if isinstance(url, Connection | Engine):
         raise TypeError(
             "migrate() is async and takes a URL, an AsyncEngine or an AsyncConnection; for a "
-            "synchronous Connection or Engine call todo_sessions.migrate_on(connection)"
+            "synchronous Connection or Engine call todo_sessions.alembic.migrate_on(connection)"
         )
     if isinstance(url, AsyncConnection):
         namespace = _resolved(url.dialect.name, schema, table_prefix)

@@ -18,9 +18,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..core.deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
-from ..core.messages import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
-from ..errors import ProviderResponseError
+from ...core.messages import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
+from ...errors import ProviderResponseError
+from ..deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ._common import (
     AssistantTurn,
     ToolDefinition,

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..core.deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
-from ..core.messages import ImageBlock, Message, ReasoningBlock, TextBlock
-from ..errors import ProviderResponseError
+from ...core.messages import ImageBlock, Message, ReasoningBlock, TextBlock
+from ...errors import ProviderResponseError
+from ..deltas import Finish, ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ._common import (
     AssistantTurn,
     ToolDefinition,

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.messages import (
+from ...core.messages import (
     AssistantMessage,
     ContentBlock,
     ImageBlock,

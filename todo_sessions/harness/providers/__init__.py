@@ -1,12 +1,13 @@
 """Provider request formats: the derived history to what each API wants, and back.
 
-- `todo_sessions.providers.openai_chat`: OpenAI Chat Completions (and compatible APIs).
-- `todo_sessions.providers.openai_responses`: OpenAI Responses (stateless, encrypted reasoning).
-- `todo_sessions.providers.anthropic`: Anthropic Messages (thinking signatures kept).
+- `todo_sessions.harness.providers.openai_chat`: OpenAI Chat Completions (and compatible APIs).
+- `todo_sessions.harness.providers.openai_responses`: OpenAI Responses (stateless, encrypted
+  reasoning).
+- `todo_sessions.harness.providers.anthropic`: Anthropic Messages (thinking signatures kept).
 
 Each module has ``to_request(messages, *, model, system, tools, ...)`` giving the SDK's
 request params as plain dicts, ``parse_response(dict)`` and a stream decoder (``feed(event)``,
-``end()``) giving the agent loop's deltas (`todo_sessions.core.deltas`, which the agent imports
+``end()``) giving the agent loop's deltas (`todo_sessions.harness.deltas`, which the agent imports
 too: the formats never import the agent). Pure: no SDK import, no I/O. See docs/providers.md.
 """
 

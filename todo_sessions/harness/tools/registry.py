@@ -20,7 +20,7 @@ from .base import Tool, ToolContext, ToolResult, compile_schema, schema_problem
 
 __all__ = ["ToolHandle", "ToolRegistry", "parse_arguments"]
 
-logger = logging.getLogger("todo_sessions.tools")
+logger = logging.getLogger("todo_sessions.harness.tools")
 
 
 @dataclass(eq=False)

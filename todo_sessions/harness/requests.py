@@ -87,9 +87,9 @@ class DerivedRequest:
         model: str | None = None,
         **options: Any,
     ) -> dict[str, Any]:
-        """The request params in provider format ``fmt`` (see `todo_sessions.providers`).
+        """The request params in provider format ``fmt`` (see `todo_sessions.harness.providers`).
         ``model`` defaults to the recorded one."""
-        from ..providers import anthropic, openai_chat, openai_responses
+        from .providers import anthropic, openai_chat, openai_responses
 
         config = self.config
         name = model or (config.model if config is not None else None)

@@ -3,7 +3,7 @@
 A model is anything with ``provider``, ``model`` and ``stream(messages, tools)`` yielding
 deltas: `TextDelta`, `ReasoningDelta`, `ToolCallDelta` (one whole call), then one `Finish`.
 A real provider client adapts its stream to these four types, which live in
-`todo_sessions.core.deltas` (re-exported here).
+`todo_sessions.harness.deltas` (re-exported here).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..core.deltas import (
+from ..core.messages import Message
+from .deltas import (
     Finish,
     ModelDelta,
     ReasoningDelta,
@@ -22,7 +23,6 @@ from ..core.deltas import (
     ToolCallDelta,
     content_from_deltas,
 )
-from ..core.messages import Message
 
 __all__ = [
     "Finish",

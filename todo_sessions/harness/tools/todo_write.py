@@ -15,7 +15,7 @@ import copy
 import json
 from typing import Any
 
-from ..errors import InvalidEventError, StructureError
+from ...errors import InvalidEventError, StructureError
 from .base import ToolContext, ToolResult, compile_schema, schema_problem
 
 __all__ = ["TODO_WRITE_PARAMETERS", "TodoWriteTool"]

@@ -37,14 +37,14 @@ from ..core.envelope import SessionEvent
 from ..core.messages import MessageSource, TextBlock, UserMessage
 from ..redact import redact
 from ..session import Session
-from ..tools.base import ToolContext, ToolResult
-from ..tools.registry import ToolRegistry
 from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta, content_from_deltas
 from .requests import RequestConfig, last_config
+from .tools.base import ToolContext, ToolResult
+from .tools.registry import ToolRegistry
 
 __all__ = ["AgentLoop", "Checkpoint", "CompactionPolicy", "TurnOutcome"]
 
-logger = logging.getLogger("todo_sessions.agent")
+logger = logging.getLogger("todo_sessions.harness")
 
 Checkpoint = Callable[[str], Awaitable[None]]
 
@@ -150,7 +150,7 @@ class AgentLoop:
         self.max_steps = max_steps
         self.record_requests = record_requests
         """Append a ``request/header`` before a model call when provider, model, system prompt
-        or tools changed since the last one recorded (see `todo_sessions.agent.requests`)."""
+        or tools changed since the last one recorded (see `todo_sessions.harness.requests`)."""
         self.model_retries = model_retries
         """Retries of a model call that failed transiently (an exception with ``retryable``
         true, e.g. `ModelRequestError`) before anything was streamed."""

@@ -12,10 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .agent.loop import AgentLoop, TurnOutcome
-from .agent.model import ScriptedModel, ScriptedResponse
-from .service import SessionService
-from .store.store import SessionStore
+from ..service import SessionService
+from ..store.store import SessionStore
+from .loop import AgentLoop, TurnOutcome
+from .model import ScriptedModel, ScriptedResponse
 from .tools.base import ToolContext, ToolResult
 from .tools.registry import ToolRegistry
 from .tools.todo_write import TodoWriteTool

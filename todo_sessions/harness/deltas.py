@@ -3,7 +3,7 @@ call), then one `Finish`; `ModelDelta` is their union.
 
 They sit in the core, under both the agent loop (which consumes them) and the provider formats
 (whose stream decoders produce them), so neither imports the other for them. Pure values, no
-I/O. `todo_sessions` and `todo_sessions.agent.model` re-export them.
+I/O. `todo_sessions` and `todo_sessions.harness.model` re-export them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Real models for the agent loop: `OpenAIChatModel` (any OpenAI-compatible base URL) and
 `AnthropicModel`, on the official SDKs (the ``[models]`` extra). See docs/providers.md.
 
-Each adapter builds the request with `todo_sessions.providers` from the derived history, its
+Each adapter builds the request with `todo_sessions.harness.providers` from the derived history, its
 system prompt and the tools, streams the response and yields the loop's deltas as they
 arrive (text, reasoning with its provider data, whole tool calls, then `Finish`).
 
@@ -338,7 +338,7 @@ class OpenAIChatModel(_StreamingModel):
 
     Without ``base_url`` the key is required (``OPENAI_API_KEY``); with one, a missing key is
     allowed (local servers need none). ``reasoning`` says which assistant messages get their
-    ``reasoning_content`` back (see `todo_sessions.providers.openai_chat`).
+    ``reasoning_content`` back (see `todo_sessions.harness.providers.openai_chat`).
     """
 
     _name = "openai"
@@ -392,7 +392,7 @@ class OpenAIChatModel(_StreamingModel):
     def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> tuple[dict[str, Any], Any]:
-        from ..providers import openai_chat
+        from .providers import openai_chat
 
         params = openai_chat.to_request(
             messages,
@@ -467,7 +467,7 @@ class OpenAIResponsesModel(_StreamingModel):
     def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> tuple[dict[str, Any], Any]:
-        from ..providers import openai_responses
+        from .providers import openai_responses
 
         params = openai_responses.to_request(
             messages,
@@ -537,7 +537,7 @@ class AnthropicModel(_StreamingModel):
     def _prepare(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> tuple[dict[str, Any], Any]:
-        from ..providers import anthropic
+        from .providers import anthropic
 
         params = anthropic.to_request(
             messages,
