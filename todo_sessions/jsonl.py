@@ -16,20 +16,20 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.chain import chain_values
 from .core.envelope import SessionEvent
-from .core.header import SessionHeader, shown
+from .core.header import KIND, SessionHeader, header_line, shown
 from .core.jsonvalue import LosslessJSONError, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
 from .errors import InvalidEventError, StructureError
 from .store.codec import event_row, header_row
+from .store.exporting import export_lines
 from .store.store import SessionStore
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "reference_lines",
 ]
 
-KIND = "todo-sessions/session"
 REFERENCE_HEADER_TYPE = "session"
 """``type`` of the reference harness's header line."""
 _CHUNK_ROWS = {
@@ -73,41 +72,6 @@ _REFERENCE_HEADER_KEYS = {
 }
 
 Progress = Callable[[int], None]
-
-
-def header_line(header: SessionHeader, chain: tuple[int, str | None] | None = None) -> str:
-    """The header line; ``chain``: ``(seq, value)`` of the last event's hash chain value
-    (`SessionStore.chain_head`), carried as ``"chain": {"seq": ..., "head": ...}``."""
-    head: dict[str, Any] = {
-        "kind": KIND,
-        "formatVersion": header.format_version,
-        "header": header.to_wire(),
-    }
-    if chain is not None:
-        head["chain"] = {"seq": chain[0], "head": chain[1]}
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
-
-
-async def export_lines(
-    store: SessionStore, session_id: str, *, progress: Progress | None = None
-) -> AsyncIterator[str]:
-    """The JSONL lines (without newlines) of a stored session, read page by page: the header
-    line carries the chain value of the last event exported (docs/format.md, "The hash
-    chain"); events appended meanwhile are not exported."""
-    header = await store.header(session_id)
-    chain = await store.chain_head(session_id)
-    yield header_line(header, chain)
-    if chain is None:
-        return
-    last = chain[0]
-    events = store.stream(session_id)
-    async with aclosing(events):  # type: ignore[type-var]  # an async generator
-        async for event in events:
-            yield event.to_json()
-            if progress is not None:
-                progress(1)
-            if event.seq >= last:
-                break
 
 
 def file_chain(

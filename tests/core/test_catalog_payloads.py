@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from todo_sessions.core import catalog, vocabulary
+from todo_sessions.core import catalog, registry, vocabulary
 from todo_sessions.core.catalog import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -443,16 +443,23 @@ class Pong(WireModel):
     n: int
 
 
+def _private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the registry for one test, seen by registration and validation alike."""
+    types, checks = dict(registry._REGISTRY), dict(registry._CHECKS)
+    for module in (registry, catalog):
+        monkeypatch.setattr(module, "_REGISTRY", types)
+        monkeypatch.setattr(module, "_CHECKS", checks)
+
+
 def test_register_event_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_REGISTRY", dict(catalog._REGISTRY))
-    monkeypatch.setattr(catalog, "_CHECKS", dict(catalog._CHECKS))
+    _private_registry(monkeypatch)
     entry = register_event_type("ext/ping", Ping, surface=True)
     assert entry == EventType("ext/ping", Ping, True)
-    assert catalog._REGISTRY["ext/ping"] is entry
-    check = catalog._CHECKS["ext/ping"]
+    assert registry._REGISTRY["ext/ping"] is entry
+    check = registry._CHECKS["ext/ping"]
     assert check is not None and check({"n": 1}) and not check({"n": "1"})
     assert register_event_type("ext/ping", Ping, surface=True) == entry  # again: harmless
-    assert catalog._REGISTRY["ext/ping"] is entry
+    assert registry._REGISTRY["ext/ping"] is entry
     with pytest.raises(ValueError) as info:
         register_event_type("ext/ping", Pong, surface=True)
     assert str(info.value) == f"event type 'ext/ping' is already registered with {Ping!r}"
@@ -471,10 +478,9 @@ def test_a_model_without_a_compiled_check_validates_alone(monkeypatch: pytest.Mo
         model_config = ConfigDict(strict=False)
         n: int
 
-    monkeypatch.setattr(catalog, "_REGISTRY", dict(catalog._REGISTRY))
-    monkeypatch.setattr(catalog, "_CHECKS", dict(catalog._CHECKS))
+    _private_registry(monkeypatch)
     register_event_type("ext/lax", Lax)
-    assert catalog._CHECKS["ext/lax"] is None
+    assert registry._CHECKS["ext/lax"] is None
     validate_event(SessionEvent("ext/lax", 0, 0, {"n": "1"}))
     assert refusal(SessionEvent("ext/lax", 0, 0, {"n": "x"}))[1] == "data.n"
 
@@ -489,8 +495,7 @@ def test_event_type_names_are_printable_strings_of_1_to_200_characters(name: Any
 
 
 def test_the_longest_event_type_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_REGISTRY", dict(catalog._REGISTRY))
-    monkeypatch.setattr(catalog, "_CHECKS", dict(catalog._CHECKS))
+    _private_registry(monkeypatch)
     assert register_event_type("x" * 200, Ping).name == "x" * 200
     assert register_event_type("y", Ping).name == "y"
 

@@ -4,4 +4,9 @@ Implementation: its public names (`SessionEvent`, `SessionHeader`, `validate_eve
 `derive_messages`, ...) are exported from `todo_sessions`; import them from there.
 """
 
+# Every type is registered before any module of the core is used: the registry is complete
+# whoever reads it (the catalog registers its own types, the reference's vocabulary and the
+# compaction records on import).
+from . import catalog as _catalog  # noqa: F401
+
 __all__: list[str] = []

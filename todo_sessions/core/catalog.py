@@ -11,9 +11,6 @@ only payloads the fast check cannot vouch for, so it stays the source of every e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -21,7 +18,6 @@ from pydantic import Field, ValidationError, model_validator
 from ..errors import InvalidEventError
 from .compaction_events import COMPACTION_EVENT_TYPES
 from .envelope import SessionEvent, _mark_checked
-from .fastcheck import Check, compile_check
 from .messages import (
     AssistantMessage,
     ContentBlock,
@@ -31,6 +27,7 @@ from .messages import (
     WireModel,
 )
 from .meta import meta_problem
+from .registry import _CHECKS, _REGISTRY, EVENT_TYPES, EventType, register_event_type
 from .request_header import RequestContextData, RequestHeaderData
 from .todos import TodoItem, todo_list_problem
 
@@ -172,43 +169,6 @@ class SessionMetaData(WireModel):
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EventType:
-    """A registered event type: its name, payload model, and whether it may carry a surface op."""
-
-    name: str
-    model: type[WireModel] | type[Any]
-    surface: bool = False
-
-
-_REGISTRY: dict[str, EventType] = {}
-_CHECKS: dict[str, Check | None] = {}
-"""Each registered type's fast payload check, compiled from its model when it is registered
-(None: the model validates every payload). See `fastcheck`."""
-EVENT_TYPES: Mapping[str, EventType] = MappingProxyType(_REGISTRY)
-"""Read-only view of every registered event type, by name."""
-
-
-def register_event_type(name: str, model: type[Any], *, surface: bool = False) -> EventType:
-    """Register an event type (embedders' own types too).
-
-    ``model`` is a pydantic model that validates the payload. Registering the same name again
-    with the same model is harmless; with another model it is refused (``ValueError``).
-    """
-    if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 200:
-        raise ValueError(f"event type name must be a printable string of 1-200 chars: {name!r}")
-    if not hasattr(model, "model_validate"):
-        raise TypeError(f"model for {name!r} must be a pydantic model class")
-    entry = EventType(name, model, surface)
-    existing = _REGISTRY.get(name)
-    if existing is not None and existing != entry:
-        raise ValueError(f"event type {name!r} is already registered with {existing.model!r}")
-    if existing is None:
-        _CHECKS[name] = compile_check(model)
-        _REGISTRY[name] = entry
-    return entry
-
-
 for _name, _model, _surface in (
     ("turn/start", TurnStartData, False),
     ("turn/end", TurnEndData, False),
@@ -343,7 +303,7 @@ def validate_event(event: SessionEvent) -> None:
     _mark_checked(event, entry)
 
 
-# The rest of the reference's vocabulary registers itself on import (it builds on this module).
+# The rest of the reference's vocabulary registers itself on import (into the registry).
 from . import vocabulary as _vocabulary  # noqa: E402, F401
 
 # -- SDK session backends (todo_sessions.integrations; docs/format.md, "SDK sessions") -----------

@@ -28,6 +28,7 @@ from .jsonvalue import (
     lossless_copy,
     thaw,
 )
+from .registry import EVENT_TYPES
 
 __all__ = [
     "MAX_INT",
@@ -128,8 +129,6 @@ def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> 
 def _null_surface_field(event_type: Any, seq: Any, key: str) -> NoReturn:
     """Refuse ``"surfaceOp": null`` or ``"sourceEventSeqs": null``: a key that is present is
     checked as present (docs/format.md, "Surface rules")."""
-    from .catalog import EVENT_TYPES  # the catalog builds on this module
-
     entry = EVENT_TYPES.get(event_type) if isinstance(event_type, str) else None
     if entry is not None and not entry.surface:
         problem = f"may not carry {key} (not even null): only surface events do"

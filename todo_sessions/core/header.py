@@ -5,6 +5,7 @@ See docs/format.md, "Session headers".
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import unicodedata
@@ -24,7 +25,10 @@ from ..errors import InvalidEventError
 from .catalog import FORMAT_VERSION
 from .envelope import MAX_INT
 
-__all__ = ["SessionHeader", "check_session_id"]
+__all__ = ["KIND", "SessionHeader", "check_session_id", "header_line"]
+
+KIND = "todo-sessions/session"
+"""``kind`` of a session file's header line (docs/format.md, "JSONL")."""
 
 
 def check_session_id(value: Any) -> str:
@@ -140,3 +144,16 @@ def shown(value: Any, limit: int = 60) -> str:
 
 def _is_windows_abs(path: str) -> bool:
     return len(path) >= 3 and path[0].isalpha() and path[1] == ":" and path[2] in "\\/"
+
+
+def header_line(header: SessionHeader, chain: tuple[int, str | None] | None = None) -> str:
+    """The header line of a session file; ``chain``: ``(seq, value)`` of the last event's hash
+    chain value (`SessionStore.chain_head`), carried as ``"chain": {"seq": ..., "head": ...}``."""
+    head: dict[str, Any] = {
+        "kind": KIND,
+        "formatVersion": header.format_version,
+        "header": header.to_wire(),
+    }
+    if chain is not None:
+        head["chain"] = {"seq": chain[0], "head": chain[1]}
+    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .catalog import register_event_type
 from .messages import ContentBlock, Message, UserMessage, WireModel
+from .registry import register_event_type
 
 __all__ = ["REFERENCE_EVENT_TYPES", "REFERENCE_VOCABULARY_COMMIT"]
 
