@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,21 @@ def test_the_corpus_is_the_teams_copy() -> None:
     assert found == [], (
         f"refresh tests/conformance/corpus: python -m tests.conformance_files ({found})"
     )
+
+
+def test_the_skipped_spec_cases_are_the_ones_the_corpus_readme_names() -> None:
+    """Every spec case the comparison skips is still named as deliberate, a quirk or cosmetic
+    in the corpus README's list (a case the README stops naming is compared again)."""
+    readme = files.read_bytes("README.md").decode("utf-8")
+    section = readme.split("Spec cases where todo-sessions deliberately differs", 1)[1]
+    bullets, inside = [], False  # the list items, with their continuation lines
+    for line in section.splitlines():
+        inside = line.startswith("- ") or (inside and line.startswith("  "))
+        bullets += [line] if inside else []
+    named = set(re.findall(r"`([a-z]+:[^`]+)`", "\n".join(bullets)))
+    assert named >= corpus.SPEC_DELIBERATE, sorted(corpus.SPEC_DELIBERATE - named)
+    ids = {case["id"] for case in corpus.spec_cases()}
+    assert ids >= corpus.SPEC_DELIBERATE
 
 
 def test_a_copy_that_differs_from_the_team_copy_is_named_and_refreshed(tmp_path: Path) -> None:
