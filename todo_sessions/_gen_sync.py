@@ -305,7 +305,7 @@ def _bracketed(head: str, items: list[str], tail: str, indent: str) -> list[str]
 # -- the imports the annotations need ----------------------------------------------------------
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class _Import:
     module: str  # absolute
     name: str | None  # None: ``import module``
@@ -324,7 +324,7 @@ def _bindings(module_name: str) -> dict[str, _Import]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.partition(".")[0]
-                found[bound] = _Import(alias.name if alias.asname else bound, None, alias.asname)
+                found[bound] = _Import(alias.name, None, alias.asname)  # binds its first part
         elif isinstance(node, ast.ImportFrom):
             source = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
             for alias in node.names:
