@@ -27,6 +27,7 @@ from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT
 
 __all__ = [
+    "MAX_INT",
     "allow_writes",
     "fork_token",
     "message_limit",
@@ -70,9 +71,16 @@ def shown_database(request: Request) -> str:
     return mask_url(database if isinstance(database, str) else store_of(request).url)
 
 
-def query_int(request: Request, name: str, default: int | None, *, low: int = 0) -> int | None:
+MAX_INT = 2**63 - 1
+"""The largest integer a parameter may hold: a seq or an index id is a signed 64-bit integer
+in the database (a larger one would reach the driver and fail there)."""
+
+
+def query_int(
+    request: Request, name: str, default: int | None, *, low: int = 0, high: int = MAX_INT
+) -> int | None:
     """The integer query parameter ``name`` (``default`` when absent or empty); 400 when it
-    is not an integer or is below ``low``."""
+    is not an integer or lies outside ``low..high``."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
@@ -82,6 +90,8 @@ def query_int(request: Request, name: str, default: int | None, *, low: int = 0)
         raise HTTPException(400, f"{name} must be an integer, got {raw!r}") from None
     if value < low:
         raise HTTPException(400, f"{name} must be >= {low}, got {value}")
+    if value > high:
+        raise HTTPException(400, f"{name} must be <= {high}, got {value}")
     return value
 
 
