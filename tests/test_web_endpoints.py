@@ -5,6 +5,8 @@ request) whose state is set by hand, without `create_app`."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -128,3 +130,16 @@ def test_an_endpoint_called_with_a_bare_request(url: str) -> None:
 
     status, body = asyncio.run(call())
     assert status == 200 and body.decode() == "hello from second"
+
+
+def test_the_viewer_imports_nothing_of_the_harness() -> None:
+    harness = ("agent", "providers", "tools", "demo", "harness", "acp", "integrations")
+    program = (
+        "import sys, todo_sessions.web, todo_sessions.web.server\n"
+        f"names = tuple('todo_sessions.' + n for n in {harness!r})\n"
+        "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[]"
