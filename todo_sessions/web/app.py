@@ -48,9 +48,9 @@ from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT
 from .endpoints import fork, listing, live, search, session
 from .responses import http_error, library_error
-from .security import FORK_TOKEN_FIELD, LOCAL_HOSTS, HostCheck, SecurityHeaders, host_name
+from .security import LOCAL_HOSTS, HostCheck, SecurityHeaders
 
-__all__ = ["FORK_TOKEN_FIELD", "LOCAL_HOSTS", "create_app", "host_name", "routes"]
+__all__ = ["create_app", "routes"]
 
 STATIC = Path(__file__).parent / "static"
 
