@@ -296,3 +296,9 @@ def test_a_snippet_scans_a_bounded_part_of_a_long_body(monkeypatch: pytest.Monke
     folded.clear()
     flat, marks = snippet("word " * 50_000 + "Needle", prefix)
     assert [flat[a:b] for a, b in marks] == ["Needle"] and folded == []
+
+
+def test_a_query_of_only_excluded_terms_marks_nothing() -> None:
+    query = SearchQuery("-a", (Term(("a",), negated=True),))
+    assert snippet("a b a", query) == ("a b a", ())
+    assert snippet("é a", query) == ("é a", ())

@@ -340,6 +340,8 @@ def _spans(body: str, query: SearchQuery, width: int) -> list[tuple[int, int]]:
     """The ``(start, end)`` of the matched words from the first match to the end of the
     window a snippet of ``width`` characters can show around it (`SNIPPET_SCAN_CHARS`)."""
     exact, prefixes = _wanted(query)
+    if not exact and not prefixes:  # only excluded terms (a query built by hand)
+        return []
     whole = body.isascii()
     if whole:  # ASCII: lowercasing keeps the offsets; one pattern finds the matched words
         found = _ascii_pattern(exact, prefixes).finditer(body.lower())
