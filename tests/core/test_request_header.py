@@ -65,10 +65,12 @@ def test_reasoning_effort_when_given_is_not_empty() -> None:
     config = {"provider": "p", "model": "m"}
     good = {"header": {"config": {**config, "reasoningEffort": "h"}}, "reason": "initial"}
     validate_event(SessionEvent("request/header", 3, 0, good))
-    bad = {"header": {"config": {**config, "reasoningEffort": ""}}, "reason": "initial"}
-    with pytest.raises(InvalidEventError) as caught:
-        validate_event(SessionEvent("request/header", 3, 0, bad))
-    assert caught.value.field == "data.header.config.reasoningEffort"
+    for effort in ("", None):
+        bad = {"header": {"config": {**config, "reasoningEffort": effort}}, "reason": "initial"}
+        with pytest.raises(InvalidEventError) as caught:
+            validate_event(SessionEvent("request/header", 3, 0, bad))
+        assert caught.value.field == "data.header.config.reasoningEffort"
+        assert caught.value.event_type == "request/header" and caught.value.seq == 3
 
 
 @pytest.mark.parametrize("field", ["provider", "model"])

@@ -57,7 +57,16 @@ class LlmCallConfig(WireModel):
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
     reasoning_effort: str | None = Field(default=None, min_length=1)
+    """Absent when the call sets none; present, a non-empty string (``null`` is refused, as the
+    reference refuses it)."""
     max_tokens: int | None = None
+
+    @field_validator("reasoning_effort", mode="before")
+    @classmethod
+    def _effort_not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must be a non-empty string when present (leave the key out instead)")
+        return value
 
 
 ADAPTER_DEFAULT_MARKERS = ("reasoningEffort", "maxTokens")
