@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..errors import NamespaceError, StoreError
+from ..redact import mask_url
 
 __all__ = [
     "HostChoice",
@@ -99,14 +100,9 @@ class StoreURL:
         return url.render_as_string(hide_password=True)
 
 
-_USER_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-
-
 def mask_password(url: str) -> str:
-    """``url`` with the password of its user part and of a ``password=`` parameter shown as
-    ``***``."""
-    return _QUERY_PASSWORD.sub(r"\1***", _USER_PASSWORD.sub(r"\1***@", url))
+    """``url`` with its passwords shown as ``***`` (`todo_sessions.redact.mask_url`)."""
+    return mask_url(url)
 
 
 def _given(url: str | URL | os.PathLike[str]) -> str:
