@@ -205,6 +205,9 @@ class AgentLoop:
     async def _model_step(self, turn: int, step: int) -> tuple[str, list[ToolCallDelta], Finish]:
         if self.compaction is not None:
             await self._maybe_compact(self.compaction)
+        await self._checkpoint("before-model")
+        if self._cancel.is_set():
+            raise Aborted
         definitions = self.tools.definitions()
         if self.record_requests:
             self._record_request(definitions)
