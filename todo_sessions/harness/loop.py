@@ -14,8 +14,8 @@ a persistence layer flush: ``"before-model"`` before each model call, ``"before-
 With a `CompactionPolicy`, the loop compacts before a model call whose history passes the
 policy's share of the context window (`todo_sessions.harness.compaction`). The tools of a step
 run in `todo_sessions.harness.tool_runs`. A model call that fails transiently before anything
-streamed is retried once per policy (`todo_sessions.harness.retry`): the model's own (the
-adapters') or, for a model without one, the loop's ``model_retries``; never both.
+streamed is retried by exactly one policy (`todo_sessions.harness.retry`): the model's own (an
+adapter's ``retry``) or, for a model without one, the loop's ``model_retries``; never both.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class AgentLoop:
                 chunk = {"turn": turn, "step": step, "chunk": _chunk(delta, len(chunk_seqs))}
                 chunk_seqs.append(self.session.append("assistant/chunk", chunk).seq)
                 deltas.append(delta)
-        except (Aborted, Exception):
+        except Exception:  # `Aborted` too
             # Cancelled, or the model failed mid-stream (a dropped connection): keep what was
             # streamed, without the half-requested tools.
             if chunk_seqs:
