@@ -340,7 +340,8 @@ class ProviderResponseError(ModelError):
 class ModelRequestError(ModelError):
     """A model request failed. ``status`` is the HTTP status (None: no response, e.g. a
     connection reset or a dropped stream); ``retryable`` whether trying again may help;
-    ``attempts`` how many tries were made."""
+    ``attempts`` how many tries were made; ``retry_after`` the seconds the provider asked to
+    wait before the next (its ``Retry-After``), or None."""
 
     def __init__(
         self,
@@ -350,11 +351,13 @@ class ModelRequestError(ModelError):
         status: int | None = None,
         retryable: bool = False,
         attempts: int = 1,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(provider, message)
         self.status = status
         self.retryable = retryable
         self.attempts = attempts
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelRequestError):
