@@ -593,6 +593,16 @@ NOT_DATABASES = [
     ("postgresql://u@h:99999/db", "has a port outside 1..65535"),
     ("postgresql://u:secret@h:x/db", "'postgresql://u:***@h:x/db'"),  # the password masked
     ("bogus://x", "--db 'bogus://x' is an unsupported database URL"),
+    # refused by the store's own parser (the one every store uses), with its reason
+    (
+        "postgresql://u:secret@h1:5432,h2:x/db",
+        "--db 'postgresql://u:***@h1:5432,h2:x/db': the port of host 'h2' in the database URL "
+        "is not a number",
+    ),
+    ("postgresql://u@h/db?target_session_attrs=sometimes", "target_session_attrs in the"),
+    ("postgresql://u@h1:5432,h2:70000/db", "has a port outside 1..65535"),
+    ("postgresql://u@h1,h2/db?port=1,2,3", "hosts and port= list do not match"),
+    ("postgresql://u@h/db?schema=a&schema=b", "gives schema more than once"),
     ("mysql://u@h/db", "is an unsupported database URL"),
     ("://x", "is not a database URL"),
     ("/", "--db '/' is a directory"),

@@ -1,4 +1,13 @@
-"""``--db``: whether a value names a database the command line can use."""
+"""``--db``: whether a value names a database the command line can use.
+
+The URL itself is read by the store's own parser (`todo_sessions.store.engine.parse_url`, the
+one every store and migration uses), so the command line accepts exactly the URLs the library
+connects to (libpq's multi-host ``h1:p1,h2:p2``, SQLAlchemy's ``?host=``, ...); the parser's
+`ValueError` becomes a one-line usage error. On top of that the command line refuses what
+would surprise a user of a command: an in-memory database (gone when the command ends), a
+PostgreSQL URL naming no database (libpq would pick one), a directory, a dangling link, and
+a typo such as ``sqlite:/x`` that would otherwise become a file of that name.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from ..redact import mask_url
+from ..redact import mask_url, mask_urls
+from ..store.engine import StoreURL, parse_url
 from ._options import UsageError
 
 __all__ = ["ACCEPTED_DB", "check_db"]
@@ -23,68 +32,79 @@ ACCEPTED_DB = (
 _PATH_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 """What starts a URL (``sqlite:``, ``postgresql+asyncpg:``); one letter is a Windows drive."""
+_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
+"""``?name=value`` at the end of a plain path: URL parameters that a path cannot take."""
+_BACKENDS = ("sqlite", "postgresql", "postgres")
 
 
 def check_db(value: str, source: str = "--db") -> str:
     """``value`` if it names a database the command line can use, else a `UsageError` saying
-    what was wrong and what is accepted.
-
-    Accepted: ``sqlite:///file`` (not in memory: the data would be gone when the command
-    ends), ``postgresql://…/dbname`` naming its database (libpq's defaults would otherwise pick
-    one), or a plain path that looks like one (a ``/`` or an SQLite suffix), so that a typo such
-    as ``sqlite:/x`` never becomes a file of that name."""
-    text = value
-    shown = mask_url(text)
+    what was wrong and what is accepted: ``sqlite:///file`` (not in memory),
+    ``postgresql://…/dbname`` naming its database (one host or several), or a plain path that
+    looks like one (a ``/`` or an SQLite suffix)."""
+    shown = mask_url(value)
 
     def bad(problem: str) -> NoReturn:
         raise UsageError(f"{source} {shown!r} {problem}; {ACCEPTED_DB}")
 
-    if not text.strip():
+    if not value.strip():
         raise UsageError(f"{source} is empty; {ACCEPTED_DB}")
-    if "://" not in text:
-        if _SCHEME.match(text):
-            bad("is not a database URL (a URL has :// after its scheme)")
-        path_like = "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES)
-        query = _PATH_QUERY.search(text)
-        if query is not None and (
-            path_like or text[: query.start()].lower().endswith(_PATH_SUFFIXES)
-        ):
-            bad(
-                f"is a file path with a query string ({query.group()!r}): a plain path takes no "
-                "parameters (the file would be named with them); drop it, or give a sqlite:/// "
-                "URL"
-            )
-        if path_like:
-            _check_path(Path(text).expanduser(), bad)
-            return text
-        bad("is neither a database URL nor a file path")
-    try:
-        url = make_url(text)
-    except (ValueError, ArgumentError) as exc:
-        if "int()" in str(exc):
-            bad("has a port that is not a number")
-        bad("is not a database URL")
-    if url.port is not None and not 0 < url.port < 65536:
-        bad("has a port outside 1..65535")
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        database = url.database or ""
-        if url.host:
-            bad("has a host: an SQLite URL has three slashes (sqlite:///relative/file.db)")
-        if not database or ":memory:" in database or url.query.get("mode") == "memory":
-            bad("is an in-memory database, gone when the command ends")
-    elif backend in ("postgresql", "postgres"):
-        if not url.database:
-            bad("names no database")
+    if "://" not in value:
+        _check_plain_path(value, bad)
     else:
-        bad("is an unsupported database URL")
-    if backend == "sqlite":
-        _check_path(Path(url.database or "").expanduser(), bad)
-    return text
+        scheme = value.partition("://")[0]
+        if not _SCHEME.match(scheme + ":"):
+            bad("is not a database URL")
+        if scheme.partition("+")[0].lower() not in _BACKENDS:
+            bad("is an unsupported database URL")
+    target = _parsed(value, source, shown, bad)
+    if target.dialect == "sqlite":
+        _check_sqlite(target, bad)
+    else:
+        _check_postgresql(target, bad)
+    return value
 
 
-_PATH_QUERY = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*=[^/]*$")
-"""``?name=value`` at the end of a plain path: URL parameters that a path cannot take."""
+def _parsed(value: str, source: str, shown: str, bad: Callable[[str], NoReturn]) -> StoreURL:
+    """`parse_url`'s reading of ``value``; its refusal as a usage error."""
+    try:
+        return parse_url(value)
+    except ArgumentError:
+        bad("is not a database URL")
+    except ValueError as exc:  # NamespaceError too (a parameter given twice)
+        if "int()" in str(exc):  # SQLAlchemy's own reading of a single host's port
+            bad("has a port that is not a number")
+        raise UsageError(f"{source} {shown!r}: {mask_urls(str(exc))}; {ACCEPTED_DB}") from None
+
+
+def _check_plain_path(text: str, bad: Callable[[str], NoReturn]) -> None:
+    if _SCHEME.match(text):
+        bad("is not a database URL (a URL has :// after its scheme)")
+    path_like = "/" in text or os.sep in text or text.lower().endswith(_PATH_SUFFIXES)
+    query = _PATH_QUERY.search(text)
+    if query is not None and (path_like or text[: query.start()].lower().endswith(_PATH_SUFFIXES)):
+        bad(
+            f"is a file path with a query string ({query.group()!r}): a plain path takes no "
+            "parameters (the file would be named with them); drop it, or give a sqlite:/// URL"
+        )
+    if not path_like:
+        bad("is neither a database URL nor a file path")
+
+
+def _check_sqlite(target: StoreURL, bad: Callable[[str], NoReturn]) -> None:
+    if target.url.host:
+        bad("has a host: an SQLite URL has three slashes (sqlite:///relative/file.db)")
+    if target.path is None:
+        bad("is an in-memory database, gone when the command ends")
+    _check_path(target.path, bad)
+
+
+def _check_postgresql(target: StoreURL, bad: Callable[[str], NoReturn]) -> None:
+    if not target.url.database:
+        bad("names no database")
+    ports = [port for _, port in target.hosts] or [target.url.port]
+    if any(port is not None and not 0 < port < 65536 for port in ports):
+        bad("has a port outside 1..65535")
 
 
 def _check_path(path: Path, bad: Callable[[str], NoReturn]) -> None:
