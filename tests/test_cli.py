@@ -601,6 +601,7 @@ NOT_DATABASES = [
     ),
     ("postgresql://u@h/db?target_session_attrs=sometimes", "target_session_attrs in the"),
     ("postgresql://u@h1:5432,h2:70000/db", "has a port outside 1..65535"),
+    ("postgresql://u@h:0/db", "has a port outside 1..65535"),
     ("postgresql://u@h1,h2/db?port=1,2,3", "hosts and port= list do not match"),
     ("postgresql://u@h/db?schema=a&schema=b", "gives schema more than once"),
     ("mysql://u@h/db", "is an unsupported database URL"),

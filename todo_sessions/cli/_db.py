@@ -102,8 +102,9 @@ def _check_sqlite(target: StoreURL, bad: Callable[[str], NoReturn]) -> None:
 def _check_postgresql(target: StoreURL, bad: Callable[[str], NoReturn]) -> None:
     if not target.url.database:
         bad("names no database")
-    ports = [port for _, port in target.hosts] or [target.url.port]
-    if any(port is not None and not 0 < port < 65536 for port in ports):
+    port = target.url.port
+    ports = [p for _, p in target.hosts] or [5432 if port is None else port]
+    if any(not 0 < port < 65536 for port in ports):
         bad("has a port outside 1..65535")
 
 
