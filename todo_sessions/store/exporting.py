@@ -12,7 +12,7 @@ from ..core.header import header_line
 if TYPE_CHECKING:
     from .store import SessionStore
 
-__all__ = ["export_lines"]
+__all__ = ["chain_key_of", "export_lines"]
 
 
 async def export_lines(
@@ -35,3 +35,9 @@ async def export_lines(
                 progress(1)
             if event.seq >= last:
                 break
+
+
+def chain_key_of(store: SessionStore) -> bytes:
+    """The key ``store`` chains its sessions with (`core.chain.derive_key`; empty: unkeyed),
+    for checking an exported file's chain value with it."""
+    return store._chain_key

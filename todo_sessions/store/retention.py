@@ -91,17 +91,20 @@ class Retention(Finding, Leasing):
 
     def _archived_id(self, path: Path) -> str | None:
         """The session id in the header line of the archive at ``path`` (None: none there,
-        not a regular file, or unreadable)."""
-        from ..jsonl import parse_header_line
+        not a regular file, or no id readable)."""
+        from ..core.jsonvalue import LosslessJSONError, decode_json
 
         raw = open_regular(path)
         if raw is None:
             return None
         try:
             with raw, gzip.open(raw, "rt", encoding="utf-8", newline="") as archived:
-                return parse_header_line(archived.readline(64 * 1024)).id
-        except (OSError, EOFError, UnicodeDecodeError, ValueError):
+                head = decode_json(archived.readline(64 * 1024))
+        except (OSError, EOFError, UnicodeDecodeError, LosslessJSONError):
             return None
+        inner = head.get("header") if isinstance(head, dict) else None
+        found = inner.get("id") if isinstance(inner, dict) else None
+        return found if isinstance(found, str) else None
 
     async def _write_archive(self, path: Path, session_id: str) -> None:
         other = self._archived_id(path)
