@@ -1097,7 +1097,7 @@ async def _import_verified(
     (`verify_events`: seqs, payloads, structure, surface, answered calls), so that ``import``
     accepts only what ``verify`` accepts. A last turn left open is accepted (``verify`` says
     `load` closes it): an export of an interrupted session imports."""
-    header, events = parse_lines(lines, progress=progress)
+    header, events = parse_lines(lines, progress=progress, chain_of=store)
     problems = errors_of(verify_events(events))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -1219,7 +1219,7 @@ def _file_chain(
     secret = options.get("chain_key", os.environ.get(CHAIN_KEY_ENV) or None)
     key = derive_key(secret) if secret else b""
     try:
-        with closing(utf8_lines(file)) as lines:
+        with closing(utf8_lines(_maybe_gunzip(file))) as lines:
             first = next(lines, "")
             header, events = parse_lines(itertools.chain([first], lines))
     except TodoSessionsError as exc:

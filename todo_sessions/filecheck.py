@@ -163,7 +163,7 @@ def _next_line(iterator: Iterator[str | bytes], number: int) -> str | bytes:
         return next(iterator)
     except _DAMAGED as exc:
         raise line_error(
-            number, f"the compressed file is truncated or damaged ({exc}), nothing imported"
+            number, f"the compressed file is truncated or damaged ({exc})"
         ) from None
 
 
