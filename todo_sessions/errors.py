@@ -303,9 +303,11 @@ class ChainKeyError(TodoSessionsError):
         self.seq = seq
         held = "another key" if keyed else "no chain key"
         super().__init__(
-            f"session {session_id!r} is chained with a key (its event at seq {seq}), and this "
-            f"store has {held}: nothing appended. Open the store with the session's chain_key "
-            "(the command line reads it from TODO_SESSIONS_CHAIN_KEY)"
+            f"session {session_id!r} is chained with a key (the link of its event at seq "
+            f"{seq} does not recompute here), and this store has {held}: nothing appended. "
+            "Open the store with the session's chain_key (the command line reads it from "
+            "TODO_SESSIONS_CHAIN_KEY); if the key is right, the event was changed outside "
+            "todo_sessions (`todo-sessions verify`)"
         )
 
 
