@@ -162,9 +162,7 @@ def _next_line(iterator: Iterator[str | bytes], number: int) -> str | bytes:
     try:
         return next(iterator)
     except _DAMAGED as exc:
-        raise line_error(
-            number, f"the compressed file is truncated or damaged ({exc})"
-        ) from None
+        raise line_error(number, f"the compressed file is truncated or damaged ({exc})") from None
 
 
 def numbered_lines(
