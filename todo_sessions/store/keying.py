@@ -53,13 +53,13 @@ async def check_append_key(store: StoreCore, session_id: str, first: int) -> Non
         return
     if len(page) != first - start or page[-1]["seq"] != first - 1:
         return
-    kept, before = page[-1]["chain"], page[0]["chain"] if first > 1 else None
-    if kept is None or (first > 1 and before is None):
+    kept, before = page[-1]["chain"], page[0]["chain"]
+    if kept is None or before is None:
         return
     key = store._chain_key
     keys = (key, b"") if key else (key,)
     for candidate in keys:
-        previous = genesis(row, candidate) if first == 1 else bytes.fromhex(before)
+        previous = genesis(row, candidate) if first == 1 else bytes.fromhex(str(before))
         if link(previous, event_text(page[-1]), candidate).hex() == kept:
             return
     raise ChainKeyError(session_id, first - 1, keyed=bool(key))
