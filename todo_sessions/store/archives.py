@@ -92,8 +92,10 @@ def open_regular(path: Path) -> IO[bytes] | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             return None
-        with suppress(OSError):  # an archive written 0644 by an earlier version
-            os.fchmod(fd, 0o600)
+        private = getattr(os, "fchmod", None)  # (not on Windows before Python 3.13)
+        if private is not None:
+            with suppress(OSError):  # an archive written 0644 by an earlier version
+                private(fd, 0o600)
         return os.fdopen(fd, "rb")
     except BaseException:
         with suppress(OSError):
