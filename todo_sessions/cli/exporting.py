@@ -16,6 +16,7 @@ import click
 from ..core.header import SessionHeader
 from ..core.verify import errors_of, verify_events
 from ..errors import InvalidEventError, SessionExistsError
+from ..filecheck import MAX_BYTES, MAX_EVENTS
 from ..jsonl import ImportResult, export_lines, parse_lines, reference_lines
 from ..jsonout import escape_controls
 from ..recovery import recover
@@ -139,17 +140,39 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
     show_default=True,
     help="Refuse a file with a line longer than this (nothing is written).",
 )
+@click.option(
+    "--max-bytes",
+    type=COUNT,
+    default=MAX_BYTES,
+    show_default=True,
+    help="Refuse a file holding more than this, decompressed (nothing is written).",
+)
+@click.option(
+    "--max-events",
+    type=COUNT,
+    default=MAX_EVENTS,
+    show_default=True,
+    help="Refuse a file holding more events than this (nothing is written).",
+)
 @pass_ctx
-def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes: int) -> None:
+def import_cmd(
+    ctx: Context,
+    file: IO[bytes],
+    as_id: str | None,
+    max_line_bytes: int,
+    max_bytes: int,
+    max_events: int,
+) -> None:
     """Import a JSONL export, plain or gzipped (a `prune` archive), validated completely
     before anything is written."""
-    file = _maybe_gunzip(file)
+    file = maybe_gunzip(file)
+    limits = {"max_bytes": max_bytes, "max_events": max_events}
 
     async def work(store: SessionStore) -> ImportResult:
         with ctx.progress("import", None) as advance:
             try:
                 with closing(utf8_lines(file, max_line_bytes)) as lines:
-                    return await _import_verified(store, lines, as_id, advance)
+                    return await _import_verified(store, lines, as_id, advance, limits)
             except SessionExistsError as exc:
                 exc.args = (f"{exc}; import it under another id with --as NEW_ID",)
                 raise
@@ -158,7 +181,7 @@ def import_cmd(ctx: Context, file: IO[bytes], as_id: str | None, max_line_bytes:
     ctx.out.print(f"imported {result.events} events as session {result.session_id}")
 
 
-def _maybe_gunzip(file: IO[bytes]) -> IO[bytes]:
+def maybe_gunzip(file: IO[bytes]) -> IO[bytes]:
     """The file itself, or its decompressed content when it starts with gzip's magic."""
     import gzip
     import io
@@ -174,12 +197,13 @@ async def _import_verified(
     lines: Iterator[str],
     as_id: str | None,
     progress: Callable[[int], None] | None,
+    limits: dict[str, int] | None = None,
 ) -> ImportResult:
     """`jsonl.import_lines`, and before anything is written the checks of ``verify``
     (`verify_events`: seqs, payloads, structure, surface, answered calls), so that ``import``
     accepts only what ``verify`` accepts. A last turn left open is accepted (``verify`` says
     `load` closes it): an export of an interrupted session imports."""
-    header, events = parse_lines(lines, progress=progress)
+    header, events = parse_lines(lines, progress=progress, chain_of=store, **(limits or {}))
     problems = errors_of(verify_events(events))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -19,7 +19,7 @@ from ..jsonl import declared_chain, file_chain, file_chain_problem, parse_lines
 from ..store.store import SessionStore
 from ._context import Context, echo_json, pass_ctx
 from ._options import CHAIN_KEY_ENV, command, json_option
-from .exporting import utf8_lines
+from .exporting import maybe_gunzip, utf8_lines
 
 __all__ = ["verify_cmd"]
 
@@ -112,7 +112,7 @@ def _file_chain(
     secret = options.get("chain_key", os.environ.get(CHAIN_KEY_ENV) or None)
     key = derive_key(secret) if secret else b""
     try:
-        with closing(utf8_lines(file)) as lines:
+        with closing(utf8_lines(maybe_gunzip(file))) as lines:
             first = next(lines, "")
             header, events = parse_lines(itertools.chain([first], lines))
     except TodoSessionsError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, header_line
@@ -21,7 +21,7 @@ class SessionReads(Protocol):
     def stream(self, session_id: str) -> AsyncIterator[SessionEvent]: ...
 
 
-__all__ = ["SessionReads", "export_lines"]
+__all__ = ["SessionReads", "chain_key_of", "export_lines"]
 
 
 async def export_lines(
@@ -44,3 +44,9 @@ async def export_lines(
                 progress(1)
             if event.seq >= last:
                 break
+
+
+def chain_key_of(store: Any) -> bytes:
+    """The key ``store`` chains its sessions with (`core.chain.derive_key`; empty: unkeyed),
+    for checking an exported file's chain value with it."""
+    return store._chain_key
