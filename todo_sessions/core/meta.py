@@ -127,7 +127,7 @@ def batch_change(
             continue
         if change is None:
             change = {}
-        data = event._data
+        data = event.payload
         if kind == META_TYPE:
             if "title" in data and (inherited_below is None or event.seq >= inherited_below):
                 change["title_set"] = True

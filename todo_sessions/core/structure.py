@@ -78,7 +78,7 @@ class _Call:
 
 
 def _data(event: SessionEvent) -> Mapping[str, Any]:
-    data = event._data
+    data = event.payload
     return data if isinstance(data, dict) else {}
 
 

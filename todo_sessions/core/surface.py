@@ -84,7 +84,7 @@ def _is_eligible(event: SessionEvent) -> bool:
 def _build_message(event: SessionEvent) -> Message | None:
     """The message a surface node contributes, or None (empty assistant message, other types)."""
     try:
-        data = event._data  # the plain decoded payload: no need to freeze it just to read it
+        data = event.payload  # the plain decoded payload: no need to freeze it just to read it
         if event.type == "user/message":
             return UserMessage.model_validate(data)
         if event.type == "assistant/message":
@@ -459,7 +459,7 @@ class SurfaceState:
             )
         wire = self._wire[removed[0]]
         if isinstance(wire, SessionEvent):
-            kind, data = wire.type, wire._data
+            kind, data = wire.type, wire.payload
         else:  # the node's checkpoint text
             original = decode_fast(wire)
             kind, data = original.get("type"), original.get("data")
@@ -470,7 +470,7 @@ class SurfaceState:
                 f"(seq {removed[0]} is {kind!r})",
                 "surfaceOp",
             )
-        before, after = _without_result_content(data), _without_result_content(event._data)
+        before, after = _without_result_content(data), _without_result_content(event.payload)
         if not _json_equal(before, after):
             _fail(
                 event,

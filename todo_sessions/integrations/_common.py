@@ -88,7 +88,7 @@ class LogState:
         self.metadata: dict[str, Any] = {}
 
     def advance(self, event: SessionEvent) -> None:
-        data = event._data if isinstance(event._data, dict) else {}
+        data = event.payload if isinstance(event.payload, dict) else {}
         kind = event.type
         self.next_seq = event.seq + 1
         if kind == "turn/start" and type(data.get("turn")) is int:

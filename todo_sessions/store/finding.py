@@ -163,7 +163,7 @@ class Finding(Listing):
             )
         if events is None:
             events = list((await self.read(session_id)).events)
-        expected = index.expected_rows(session_id, ((e.seq, e.type, e._data) for e in events))
+        expected = index.expected_rows(session_id, ((e.seq, e.type, e.payload) for e in events))
         stored = await self._on_connection(
             f"reading the search index of session {session_id!r}",
             lambda c: index.stored_rows(c, tables, session_id),
