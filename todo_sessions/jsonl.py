@@ -14,7 +14,6 @@ byte-identical.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from .core.catalog import FORMAT_VERSION, validate_event
 from .core.chain import chain_values
 from .core.envelope import SessionEvent
 from .core.header import KIND, SessionHeader, header_line, shown
-from .core.jsonvalue import LosslessJSONError, decode_json
+from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
@@ -246,7 +245,7 @@ def _unpacked(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
             continue
         try:
             for wire in _expand_row(row):
-                yield number, json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+                yield number, canonical_json(wire)
         except (KeyError, TypeError, ValueError) as exc:
             raise _fail(number, f"malformed {row.get('type')} row: {exc}") from None
 
@@ -365,7 +364,7 @@ def reference_header_line(header: SessionHeader) -> str:
         value = getattr(header, ours)
         if value is not None:
             head[theirs] = value
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(head)
 
 
 def _reference_event(event: SessionEvent, headers_seen: int) -> str:
@@ -440,7 +439,7 @@ def _row(run: list[SessionEvent]) -> str:
         data["texts"] = [e.data["chunk"]["text"] for e in run]
         tag = "text-chunks" if kind == "text-delta" else "reasoning-chunks"
     row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(row)
 
 
 async def reference_lines(

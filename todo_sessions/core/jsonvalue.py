@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_SORTED_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True
+)
 
 MAX_DEPTH = 256
 """Deepest nesting of lists and dicts a payload may have (deeper is refused, not truncated)."""
@@ -68,9 +71,12 @@ class LosslessJSONError(ValueError):
         super().__init__(reason)
 
 
-def canonical_json(value: Any) -> str:
-    """Compact JSON text of a value that is already known to be lossless."""
-    return _ENCODER.encode(value)
+def canonical_json(value: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON text of a value that is already known to be lossless: no whitespace,
+    non-ASCII characters as they are, keys in the value's own order (``sort_keys``: sorted).
+    The one spelling of the library's JSON: the store, the hash chain, the header line and
+    every export write through it. ``ValueError`` for NaN or an infinity."""
+    return (_SORTED_ENCODER if sort_keys else _ENCODER).encode(value)
 
 
 def _describe(value: Any) -> str:
