@@ -26,6 +26,7 @@ from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
+from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
 from .errors import InvalidEventError, StructureError
 from .store.codec import event_row, header_row
 from .store.exporting import export_lines
@@ -276,7 +277,7 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             chunk["text"] = part
         yield {
-            "type": "assistant/chunk",
+            "type": ASSISTANT_CHUNK,
             "seq": seq + k,
             "time": time,
             "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
@@ -372,7 +373,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
     type the reference does not know (our session/meta, an embedder's) marked ignorable."""
     from .core.vocabulary import REFERENCE_EVENT_TYPES
 
-    if event.type == "request/header" and is_legacy_request_header(event.data):
+    if event.type == REQUEST_HEADER and is_legacy_request_header(event.data):
         reason = "initial" if headers_seen == 0 else "change"
         data = upcast_request_header(event.data, reason=reason)
         return event.replace(data=data).to_json()
@@ -383,7 +384,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
 
 def _packable(event: SessionEvent) -> str | None:
     """The chunk type of an ``assistant/chunk`` the reference would pack, else None."""
-    if event.type != "assistant/chunk" or event.surface_op is not None or event.ignorable:
+    if event.type != ASSISTANT_CHUNK or event.surface_op is not None or event.ignorable:
         return None
     data = event.data
     if set(data) != {"turn", "step", "chunk"} or type(data["turn"]) is not int:
@@ -476,7 +477,7 @@ async def reference_lines(
         for line in flush():
             yield line
         yield _reference_event(event, headers_seen)
-        if event.type == "request/header":
+        if event.type == REQUEST_HEADER:
             headers_seen += 1
     for line in flush():
         yield line

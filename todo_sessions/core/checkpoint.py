@@ -29,6 +29,7 @@ from .jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .structure import StructureChecker
 from .surface import SurfaceState
 from .todos import TodoItem, todos_from_payload
+from .types import TODO_WRITE, TURN_START
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LiveState"]
 
@@ -79,9 +80,7 @@ class LiveState:
         validate_event(event)
         if check_structure:
             self.structure.check(event)
-        todos = (
-            todos_from_payload(event.data, seq=event.seq) if event.type == "todo/write" else None
-        )
+        todos = todos_from_payload(event.data, seq=event.seq) if event.type == TODO_WRITE else None
         self.surface.apply(event)  # validates first; changes nothing if it raises
         self.structure.advance(event)
         self.last_time = event.time
@@ -89,7 +88,7 @@ class LiveState:
         if todos is not None:
             self.todos = todos
             self.standing = True
-        elif event.type == "turn/start":
+        elif event.type == TURN_START:
             self.standing = False
 
     def copy(self) -> LiveState:

@@ -24,6 +24,14 @@ from .envelope import SessionEvent
 from .messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, UserMessage
 from .surface import SurfaceState, _build_message
 from .todos import TodoItem, render_todos
+from .types import (
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -350,19 +358,19 @@ def plan_compaction(
     owned = {*shadow, "compactionId", "summary"}  # the record cannot override these
     record = {k: v for k, v in (call_record or {}).items() if k not in owned}
     events = [
-        PendingEvent("compaction/start", start),
+        PendingEvent(COMPACTION_START, start),
         PendingEvent(
-            "compaction/summary",
+            COMPACTION_SUMMARY,
             {"compactionId": compaction_id, "summary": blocks, **shadow, **record},
         ),
         PendingEvent(
-            "user/message",
+            USER_MESSAGE,
             message,
             {"op": "replace", "start": start_seq, "end": end_seq},
             (n, n + 1, *span),
         ),
         PendingEvent(
-            "compaction/end", {"compactionId": compaction_id, "turn": turn, "tokensAfter": after}
+            COMPACTION_END, {"compactionId": compaction_id, "turn": turn, "tokensAfter": after}
         ),
     ]
     result = CompactionResult(compaction_id, n, n + 1, n + 2, n + 3, tuple(span), before, after)
@@ -380,10 +388,8 @@ def failed_compaction(
     if tokens_before is not None:
         start["tokensBefore"] = tokens_before
     return [
-        PendingEvent("compaction/start", start),
-        PendingEvent(
-            "compaction/end", {"compactionId": compaction_id, "turn": turn, "error": error}
-        ),
+        PendingEvent(COMPACTION_START, start),
+        PendingEvent(COMPACTION_END, {"compactionId": compaction_id, "turn": turn, "error": error}),
     ]
 
 
@@ -422,7 +428,7 @@ def plan_prune(
             reason="outside-turn",
         )
     surface = state.surface
-    results = [seq for seq in surface.seqs if surface.node_event(seq).type == "tool/result"]
+    results = [seq for seq in surface.seqs if surface.node_event(seq).type == TOOL_RESULT]
     if keep_last:
         results = results[:-keep_last]
     if before_seq is not None:
@@ -439,7 +445,7 @@ def plan_prune(
             continue
         events.append(
             PendingEvent(
-                "compaction/prune",
+                COMPACTION_PRUNE,
                 {
                     "shadowedRange": {"start": seq, "end": seq},
                     "shadowedSeqs": [seq],
@@ -449,7 +455,7 @@ def plan_prune(
         )
         events.append(
             PendingEvent(
-                "tool/result",
+                TOOL_RESULT,
                 _pruned_data(event.data_copy(), placeholder),
                 {"op": "replace", "start": seq, "end": seq},
                 (seq,),

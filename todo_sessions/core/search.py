@@ -33,6 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SearchQueryError
+from .types import (
+    ASSISTANT_MESSAGE,
+    COMPACTION_SUMMARY,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "DEFAULT_KINDS",
@@ -115,24 +123,24 @@ def _content(data: dict[str, Any]) -> Any:
 def _extract(event_type: str, data: Any) -> Iterable[tuple[str, list[str]]]:
     if type(data) is not dict:
         return ()
-    if event_type == "assistant/message":
+    if event_type == ASSISTANT_MESSAGE:
         content = _content(data)
         return (
             ("assistant", _blocks(content, "text")),
             ("reasoning", _blocks(content, "reasoning")),
         )
-    if event_type == "user/message":
+    if event_type == USER_MESSAGE:
         return (("user", _blocks(data.get("content"), "text")),)
-    if event_type == "tool/call":
+    if event_type == TOOL_CALL:
         parts = [data.get("name"), data.get("arguments")]
         return (("tool_call", [p for p in parts if type(p) is str]),)
-    if event_type == "tool/result":
+    if event_type == TOOL_RESULT:
         texts = _result_text(_content(data))
         error = data.get("error")
         if type(error) is dict:
             texts += [v for v in (error.get("name"), error.get("code")) if type(v) is str]
         return (("tool_result", texts),)
-    if event_type == "todo/write":
+    if event_type == TODO_WRITE:
         todos = data.get("todos")
         items = todos if type(todos) is list else []
         return (
@@ -141,7 +149,7 @@ def _extract(event_type: str, data: Any) -> Iterable[tuple[str, list[str]]]:
                 [t["content"] for t in items if type(t) is dict and type(t.get("content")) is str],
             ),
         )
-    if event_type == "compaction/summary":
+    if event_type == COMPACTION_SUMMARY:
         return (("summary", _blocks(data.get("summary"), "text")),)
     return ()
 
@@ -172,8 +180,7 @@ def _clean(body: str) -> str:
 
 
 INDEXED_TYPES = frozenset(
-    {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write"}
-    | {"compaction/summary"}
+    {USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TODO_WRITE} | {COMPACTION_SUMMARY}
 )
 """The event types `index_rows` reads (others give no rows: the append skips them cheaply)."""
 

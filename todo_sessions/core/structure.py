@@ -33,6 +33,20 @@ from typing import Any, NoReturn
 
 from ..errors import StructureError
 from .envelope import SessionEvent
+from .types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SESSION_END_SEED,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+)
 
 __all__ = [
     "NOT_STARTED_CODE",
@@ -44,8 +58,8 @@ __all__ = [
 NOT_STARTED_CODE = "TOOL_NOT_STARTED"
 """``error.code`` of a synthetic result for a call that never started (exempt from matching)."""
 
-_NEEDS_TURN = frozenset({"todo/write", "request/header", "request/context"})
-_NEEDS_STEP = frozenset({"step/end", "assistant/chunk", "assistant/message", "tool/call"})
+_NEEDS_TURN = frozenset({TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT})
+_NEEDS_STEP = frozenset({STEP_END, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,13 +252,13 @@ class StructureChecker:
             )
         kind = event.type
         data = _data(event)
-        if kind == "turn/start":
+        if kind == TURN_START:
             self._check_turn_start(event, data)
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             self._need_turn(event, data)
             if self.open_step is not None:
                 self._fail(event, "step-open", f"turn/end while step {self.open_step} is open")
-        elif kind == "step/start":
+        elif kind == STEP_START:
             self._need_turn(event, data)
             if self.open_step is not None:
                 self._fail(
@@ -261,12 +275,12 @@ class StructureChecker:
                 )
         elif kind in _NEEDS_STEP:
             self._need_step(event, data)
-        elif kind == "tool/result":
+        elif kind == TOOL_RESULT:
             self._check_tool_result(event, data)
         elif kind in _NEEDS_TURN:
             if self.open_turn is None:
                 self._fail(event, "outside-turn", f"{kind} appended outside any open turn")
-        elif kind == "session/end-seed" and self.open_turn is not None:
+        elif kind == SESSION_END_SEED and self.open_turn is not None:
             self._fail(
                 event,
                 "seed-inside-turn",
@@ -366,7 +380,7 @@ class StructureChecker:
         self.next_seq = event.seq + 1
         kind = event.type
         data = _data(event)
-        if kind == "turn/start":
+        if kind == TURN_START:
             turn = _int(data.get("turn"))
             self.open_turn = turn if turn is not None else self._last_turn + 1
             self._last_turn = self.open_turn
@@ -374,24 +388,24 @@ class StructureChecker:
             self._last_step = 0
             self._calls = {}
             self._ordered = []
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             self.open_turn = None
             self.open_step = None
             self._calls = {}
             self._ordered = []
         elif self.open_turn is None:
             return
-        elif kind == "step/start":
+        elif kind == STEP_START:
             step = _int(data.get("step"))
             self.open_step = step if step is not None else self._last_step + 1
             self._last_step = self.open_step
-        elif kind == "step/end":
+        elif kind == STEP_END:
             self.open_step = None
-        elif kind == "assistant/message":
+        elif kind == ASSISTANT_MESSAGE:
             self._add_blocks(event, data, self.open_turn)
-        elif kind == "tool/call":
+        elif kind == TOOL_CALL:
             self._add_call(event, data, self.open_turn)
-        elif kind == "tool/result" and not _is_rewrite(event):
+        elif kind == TOOL_RESULT and not _is_rewrite(event):
             call_id = _result_call_id(data)
             call = self._calls.get(call_id) if call_id is not None else None
             if call is not None:

@@ -26,6 +26,7 @@ from .catalog import EVENT_TYPES
 from .envelope import SessionEvent, SurfaceReplace
 from .jsonvalue import canonical_json, decode_fast
 from .messages import AssistantMessage, Message, UserMessage
+from .types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 
 __all__ = [
     "MessageSnapshot",
@@ -85,14 +86,14 @@ def _build_message(event: SessionEvent) -> Message | None:
     """The message a surface node contributes, or None (empty assistant message, other types)."""
     try:
         data = event.payload  # the plain decoded payload: no need to freeze it just to read it
-        if event.type == "user/message":
+        if event.type == USER_MESSAGE:
             return UserMessage.model_validate(data)
-        if event.type == "assistant/message":
+        if event.type == ASSISTANT_MESSAGE:
             message = data["message"]
             if not message.get("content"):
                 return None
             return AssistantMessage.model_validate(message)
-        if event.type == "tool/result":
+        if event.type == TOOL_RESULT:
             return UserMessage.model_validate(data["message"])
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         detail = (
@@ -404,7 +405,7 @@ class SurfaceState:
         assert isinstance(op, SurfaceReplace)
         self._decode()
         first, last = self._check_replace(event, op)
-        if event.type == "tool/result":
+        if event.type == TOOL_RESULT:
             self._check_result_rewrite(event, self._order[first : last + 1])
         message = _build_message(event) if self._build else None
         removed = tuple(self._order[first : last + 1])
@@ -463,7 +464,7 @@ class SurfaceState:
         else:  # the node's checkpoint text
             original = decode_fast(wire)
             kind, data = original.get("type"), original.get("data")
-        if kind != "tool/result":
+        if kind != TOOL_RESULT:
             _fail(
                 event,
                 "tool/result surface replacement must target a current tool/result "

@@ -17,6 +17,7 @@ from .compaction import replacement_cut
 from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
+from .types import TOOL_RESULT, TURN_END
 
 __all__ = ["Problem", "errors_of", "verify_events"]
 
@@ -79,7 +80,7 @@ def verify_events(
             problems.append(Problem(event.seq, "payload", str(exc)))
             checker.advance(event)
             continue
-        if trusted and event.type == "turn/end" and checker.open_turn is not None:
+        if trusted and event.type == TURN_END and checker.open_turn is not None:
             for call in checker.unanswered_calls():
                 problems.append(
                     Problem(
@@ -100,7 +101,7 @@ def verify_events(
         # from its result (docs/format.md, "Compaction").
         cut = (
             replacement_cut(surface, event)
-            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
+            if isinstance(event.surface_op, SurfaceReplace) and event.type != TOOL_RESULT
             else None
         )
         try:

@@ -18,6 +18,15 @@ from datetime import datetime
 from typing import Any, Self
 
 from ..core.envelope import SessionEvent
+from ..core.types import (
+    SESSION_META,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+)
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 
@@ -91,18 +100,18 @@ class LogState:
         data = event.payload if isinstance(event.payload, dict) else {}
         kind = event.type
         self.next_seq = event.seq + 1
-        if kind == "turn/start" and type(data.get("turn")) is int:
+        if kind == TURN_START and type(data.get("turn")) is int:
             self.open_turn = self.last_turn = data["turn"]
             self.open_step, self.last_step = None, 0
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             self.open_turn = self.open_step = None
-        elif kind == "step/start" and type(data.get("step")) is int:
+        elif kind == STEP_START and type(data.get("step")) is int:
             self.open_step = self.last_step = data["step"]
-        elif kind == "step/end":
+        elif kind == STEP_END:
             self.open_step = None
-        elif kind == "tool/call" and isinstance(data.get("callId"), str):
+        elif kind == TOOL_CALL and isinstance(data.get("callId"), str):
             self.calls[data["callId"]] = (data.get("turn", 1), data.get("step", 1))
-        elif kind == "session/meta":
+        elif kind == SESSION_META:
             if isinstance(data.get("tags"), list):
                 self.tags = list(data["tags"])
             if isinstance(data.get("metadata"), dict):
@@ -166,7 +175,7 @@ class Batch:
     def ensure_turn(self) -> int:
         """The open turn, opening the next one when none is."""
         if self.state.open_turn is None:
-            self.add("turn/start", {"turn": self.state.last_turn + 1})
+            self.add(TURN_START, {"turn": self.state.last_turn + 1})
         assert self.state.open_turn is not None
         return self.state.open_turn
 
@@ -174,7 +183,7 @@ class Batch:
         """Close the open turn (completed) and open the next one."""
         self.close_step()
         if self.state.open_turn is not None:
-            self.add("turn/end", {"turn": self.state.open_turn, "reason": {"kind": "completed"}})
+            self.add(TURN_END, {"turn": self.state.open_turn, "reason": {"kind": "completed"}})
         return self.ensure_turn()
 
     def open_step(self) -> tuple[int, int]:
@@ -182,12 +191,12 @@ class Batch:
         turn = self.ensure_turn()
         self.close_step()
         step = self.state.last_step + 1
-        self.add("step/start", {"turn": turn, "step": step})
+        self.add(STEP_START, {"turn": turn, "step": step})
         return turn, step
 
     def close_step(self) -> None:
         if self.state.open_step is not None and self.state.open_turn is not None:
-            self.add("step/end", {"turn": self.state.open_turn, "step": self.state.open_step})
+            self.add(STEP_END, {"turn": self.state.open_turn, "step": self.state.open_step})
 
     def tool_result(
         self, call_id: str, blocks: list[dict[str, Any]], is_error: bool, message_id: str
@@ -205,4 +214,4 @@ class Batch:
             "source": {"kind": "tool", "callId": call_id},
             "content": [block],
         }
-        self.add("tool/result", {"turn": turn, "step": step, "message": message}, surface=True)
+        self.add(TOOL_RESULT, {"turn": turn, "step": step, "message": message}, surface=True)
