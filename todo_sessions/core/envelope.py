@@ -80,10 +80,10 @@ class SessionEvent:
 
     __slots__ = (
         "_checked",
-        "_data",
         "_data_json",
         "_frozen",
         "ignorable",
+        "payload",
         "seq",
         "source_event_seqs",
         "surface_op",
@@ -97,7 +97,10 @@ class SessionEvent:
     surface_op: SurfaceOp | None
     source_event_seqs: tuple[int, ...] | None
     ignorable: bool
-    _data: Any
+    payload: Any
+    """The payload as decoded, for reading at no cost: plain dicts and lists, shared with the
+    event (and with everyone who reads it), so they must not be changed. `data` is a view that
+    refuses changes, `data_copy` a copy to change."""
     _data_json: str
     _frozen: Any
     _checked: Any
@@ -201,16 +204,9 @@ class SessionEvent:
         except AttributeError:  # events built by `_trusted` leave it unset
             frozen = None
         if frozen is None:
-            frozen = freeze(self._data)
+            frozen = freeze(self.payload)
             _set(self, "_frozen", frozen)
         return frozen
-
-    @property
-    def payload(self) -> Any:
-        """The payload as decoded, for reading at no cost: plain dicts and lists, shared with
-        the event (and with everyone who reads it), so they must not be changed. Use `data`
-        for a view that refuses changes, `data_copy` for a copy to change."""
-        return self._data
 
     @property
     def data_json(self) -> str:
@@ -219,7 +215,7 @@ class SessionEvent:
 
     def data_copy(self) -> Any:
         """A fresh mutable deep copy of the payload."""
-        return thaw(self._data)
+        return thaw(self.payload)
 
     def replace(self, **changes: Any) -> SessionEvent:
         """A new event with some envelope fields changed (validated like a new event)."""
@@ -227,7 +223,7 @@ class SessionEvent:
             "type": self.type,
             "seq": self.seq,
             "time": self.time,
-            "data": self._data,
+            "data": self.payload,
             "surface_op": self.surface_op,
             "source_event_seqs": self.source_event_seqs,
             "ignorable": self.ignorable,
@@ -246,7 +242,7 @@ class SessionEvent:
             "type": self.type,
             "seq": self.seq,
             "time": self.time,
-            "data": thaw(self._data),
+            "data": thaw(self.payload),
         }
         if self.surface_op is not None:
             wire["surfaceOp"] = _surface_op_wire(self.surface_op)
@@ -382,7 +378,7 @@ _set_time = _slot["time"].__set__
 _set_surface_op = _slot["surface_op"].__set__
 _set_source_event_seqs = _slot["source_event_seqs"].__set__
 _set_ignorable = _slot["ignorable"].__set__
-_set_data = _slot["_data"].__set__
+_set_data = _slot["payload"].__set__
 _set_data_json = _slot["_data_json"].__set__
 _set_frozen = _slot["_frozen"].__set__
 _mark_checked = _slot["_checked"].__set__
@@ -409,22 +405,6 @@ def _from_canonical_json(text: str | bytes, *, plain: bool = False) -> SessionEv
         wire = _loads(text)
     except (ValueError, RecursionError):
         return None
-    parts = _trusted_parts(wire)
-    if parts is None:
-        return None
-    event = SessionEvent._trusted(*parts)
-    # Our lines start so (`to_json`); other text is first read as plain JSON, not re-encoded.
-    spaced = plain and not text.startswith('{"type":"')
-    if spaced and read_as_written(text, wire):
-        return event
-    if event.to_json() == text.rstrip("\r\n"):
-        return event
-    return event if plain and not spaced and read_as_written(text, wire) else None
-
-
-def _trusted_parts(wire: Any) -> tuple[Any, ...] | None:
-    """The arguments of `SessionEvent._trusted` for a wire object orjson read, or None when it
-    is not a valid event in every field (the strict path then says what is wrong)."""
     if type(wire) is not dict or not wire.keys() <= _WIRE_KEYS:
         return None
     event_type, seq, time, data = (
@@ -445,13 +425,25 @@ def _trusted_parts(wire: Any) -> tuple[Any, ...] | None:
         or wire.get("ignorable", True) is not True
     ):
         return None
-    markers = _surface_markers(wire)
-    if markers is None:
-        return None
+    op = seqs = None
+    if len(wire) > 4:  # a surface marker, or ignorable
+        markers = _surface_markers(wire)
+        if markers is None:
+            return None
+        op, seqs = markers
     data_json = canonical_fast(data)
     if data_json is None:
         return None
-    return (event_type, seq, time, data, data_json, *markers, "ignorable" in wire)
+    event = SessionEvent._trusted(
+        event_type, seq, time, data, data_json, op, seqs, len(wire) > 4 and "ignorable" in wire
+    )
+    # Our lines start so (`to_json`); other text is first read as plain JSON, not re-encoded.
+    spaced = plain and not text.startswith('{"type":"')
+    if spaced and read_as_written(text, wire):
+        return event
+    if event.to_json() == text.rstrip("\r\n"):
+        return event
+    return event if plain and not spaced and read_as_written(text, wire) else None
 
 
 _Markers = tuple[SurfaceOp | None, tuple[int, ...] | None]
