@@ -15,9 +15,9 @@ being derived.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn, overload
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,7 +25,7 @@ from ..errors import CheckpointError, InvalidEventError
 from .catalog import EVENT_TYPES
 from .envelope import SessionEvent, SurfaceReplace
 from .jsonvalue import canonical_json, decode_fast
-from .messages import AssistantMessage, Message, UserMessage
+from .messages import AssistantMessage, Message, MessageSnapshot, UserMessage
 from .types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 
 __all__ = [
@@ -103,60 +103,6 @@ def _build_message(event: SessionEvent) -> Message | None:
         )
         _fail(event, f"cannot build its message: {detail}", "data")
     return None
-
-
-class MessageSnapshot(Sequence[Message]):
-    """A read-only sequence of derived messages that never changes once taken."""
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[Message], length: int) -> None:
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return self._items[: self._length][index]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("message index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Message]:
-        return itertools.islice(self._items, self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(other) == self._length and all(
-                a == b for a, b in zip(self, other, strict=False)
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        raise TypeError("MessageSnapshot is not hashable")
-
-    def to_list(self) -> list[Message]:
-        """A plain list (for serialisers that want one: ``TypeAdapter(list[Message])``)."""
-        return self._items[: self._length]
-
-    def __add__(self, other: Iterable[Message]) -> list[Message]:
-        return [*self, *other]
-
-    def __radd__(self, other: Iterable[Message]) -> list[Message]:
-        return [*other, *self]
-
-    def __repr__(self) -> str:
-        return f"MessageSnapshot({list(self)!r})"
 
 
 class SurfaceState:
@@ -258,12 +204,6 @@ class SurfaceState:
         if isinstance(wire, str):
             return SessionEvent.from_dict(decode_fast(wire))
         return wire
-
-    def check_replace(self, event: SessionEvent) -> None:
-        """Raise `InvalidEventError` if ``event`` (a replace) could not be applied now."""
-        if not isinstance(event.surface_op, SurfaceReplace):
-            raise ValueError(f"{_where(event)} is not a surface replace")
-        self._check_replace(event, event.surface_op)
 
     def copy(self) -> SurfaceState:
         """An independent copy (O(surface), no decoding): folding into it leaves this one as
