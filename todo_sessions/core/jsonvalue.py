@@ -83,24 +83,28 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def _scalar_problem(value: Any, path: str) -> str | None:
+    """What is wrong with a str or float (a lone surrogate, NaN, an infinity, -0.0), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path} contains a lone surrogate"
+        return None
+    if not math.isfinite(value):
+        return f"{path} is {value!r}"
+    if value == 0.0 and math.copysign(1.0, value) < 0:
+        return f"{path} is -0.0"
+    return None
+
+
 def _find_problem(value: Any, path: str) -> str | None:
     """Walk a value and name the first thing that is not lossless JSON (slow path, errors only)."""
-    if value is None or isinstance(value, bool | str):
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"{path} contains a lone surrogate"
+    if value is None or isinstance(value, bool) or type(value) is int:
         return None
-    if type(value) is int:
-        return None
-    if type(value) is float:
-        if not math.isfinite(value):
-            return f"{path} is {value!r}"
-        if value == 0.0 and math.copysign(1.0, value) < 0:
-            return f"{path} is -0.0"
-        return None
-    if type(value) is list or isinstance(value, list):
+    if isinstance(value, str) or type(value) is float:
+        return _scalar_problem(value, path)
+    if isinstance(value, list):
         for i, item in enumerate(value):
             problem = _find_problem(item, f"{path}[{i}]")
             if problem:

@@ -259,20 +259,7 @@ class StructureChecker:
             if self.open_step is not None:
                 self._fail(event, "step-open", f"turn/end while step {self.open_step} is open")
         elif kind == STEP_START:
-            self._need_turn(event, data)
-            if self.open_step is not None:
-                self._fail(
-                    event,
-                    "step-nested",
-                    f"step/start (step {data.get('step')!r}) while step {self.open_step} "
-                    "is still open",
-                )
-            if _int(data.get("step")) != self._last_step + 1:
-                self._fail(
-                    event,
-                    "step-number",
-                    f"step/start has step {data.get('step')!r}, expected {self._last_step + 1}",
-                )
+            self._check_step_start(event, data)
         elif kind in _NEEDS_STEP:
             self._need_step(event, data)
         elif kind == TOOL_RESULT:
@@ -303,6 +290,21 @@ class StructureChecker:
                 event,
                 "turn-number",
                 f"turn/start has turn {turn!r}, expected {self._last_turn + 1}",
+            )
+
+    def _check_step_start(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
+        self._need_turn(event, data)
+        if self.open_step is not None:
+            self._fail(
+                event,
+                "step-nested",
+                f"step/start (step {data.get('step')!r}) while step {self.open_step} is still open",
+            )
+        if _int(data.get("step")) != self._last_step + 1:
+            self._fail(
+                event,
+                "step-number",
+                f"step/start has step {data.get('step')!r}, expected {self._last_step + 1}",
             )
 
     def _need_turn(self, event: SessionEvent, data: Mapping[str, Any]) -> None:

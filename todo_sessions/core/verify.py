@@ -80,16 +80,8 @@ def verify_events(
             problems.append(Problem(event.seq, "payload", str(exc)))
             checker.advance(event)
             continue
-        if trusted and event.type == TURN_END and checker.open_turn is not None:
-            for call in checker.unanswered_calls():
-                problems.append(
-                    Problem(
-                        event.seq,
-                        "unanswered",
-                        f"turn {checker.open_turn} closed with tool call {call.call_id!r} "
-                        "unanswered",
-                    )
-                )
+        if trusted and event.type == TURN_END:
+            problems += _unanswered(checker, event)
         if structure_ok and trusted:
             try:
                 checker.check(event)
@@ -97,22 +89,42 @@ def verify_events(
                 problems.append(Problem(event.seq, "structure", str(exc)))
                 structure_ok = False  # later structure errors would only be echoes of this one
         checker.advance(event)
-        # A replace other than a result rewrite (which keeps its call id) may cut a tool call
-        # from its result (docs/format.md, "Compaction").
-        cut = (
-            replacement_cut(surface, event)
-            if isinstance(event.surface_op, SurfaceReplace) and event.type != TOOL_RESULT
-            else None
-        )
-        try:
-            surface.apply(event)
-        except InvalidEventError as exc:
-            problems.append(Problem(event.seq, "surface", str(exc)))
-        else:
-            if cut is not None:
-                message = f"surface replace {_span(event)}: {cut}"
-                problems.append(Problem(event.seq, "surface", message, warning=True))
+        problems += _surface_problems(surface, event)
     return problems
+
+
+def _unanswered(checker: StructureChecker, event: SessionEvent) -> list[Problem]:
+    """The tool calls a ``turn/end`` leaves without a result."""
+    if checker.open_turn is None:
+        return []
+    return [
+        Problem(
+            event.seq,
+            "unanswered",
+            f"turn {checker.open_turn} closed with tool call {call.call_id!r} unanswered",
+        )
+        for call in checker.unanswered_calls()
+    ]
+
+
+def _surface_problems(surface: SurfaceState, event: SessionEvent) -> list[Problem]:
+    """Fold ``event`` into ``surface``: the rule it breaks, or the warning that it cuts a tool
+    call from its result."""
+    # A replace other than a result rewrite (which keeps its call id) may cut a tool call
+    # from its result (docs/format.md, "Compaction").
+    cut = (
+        replacement_cut(surface, event)
+        if isinstance(event.surface_op, SurfaceReplace) and event.type != TOOL_RESULT
+        else None
+    )
+    try:
+        surface.apply(event)
+    except InvalidEventError as exc:
+        return [Problem(event.seq, "surface", str(exc))]
+    if cut is None:
+        return []
+    message = f"surface replace {_span(event)}: {cut}"
+    return [Problem(event.seq, "surface", message, warning=True)]
 
 
 def errors_of(problems: Iterable[Problem]) -> list[Problem]:
