@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import SessionEvent
-from .types import SESSION_META, TODO_WRITE
+from .types import SESSION_META
 
 __all__ = [
     "MAX_TAGS",
@@ -109,7 +109,7 @@ class MetaChange:
     open_todos: bool | None = None
 
 
-_PROJECTED = frozenset({SESSION_META, TODO_WRITE})
+_PROJECTED = frozenset({META_TYPE, "todo/write"})
 
 
 def batch_change(

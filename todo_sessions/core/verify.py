@@ -17,7 +17,6 @@ from .compaction import replacement_cut
 from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
-from .types import TOOL_RESULT, TURN_END
 
 __all__ = ["Problem", "errors_of", "verify_events"]
 
@@ -80,8 +79,16 @@ def verify_events(
             problems.append(Problem(event.seq, "payload", str(exc)))
             checker.advance(event)
             continue
-        if trusted and event.type == TURN_END:
-            problems += _unanswered(checker, event)
+        if trusted and event.type == "turn/end" and checker.open_turn is not None:
+            for call in checker.unanswered_calls():
+                problems.append(
+                    Problem(
+                        event.seq,
+                        "unanswered",
+                        f"turn {checker.open_turn} closed with tool call {call.call_id!r} "
+                        "unanswered",
+                    )
+                )
         if structure_ok and trusted:
             try:
                 checker.check(event)
@@ -89,42 +96,22 @@ def verify_events(
                 problems.append(Problem(event.seq, "structure", str(exc)))
                 structure_ok = False  # later structure errors would only be echoes of this one
         checker.advance(event)
-        problems += _surface_problems(surface, event)
-    return problems
-
-
-def _unanswered(checker: StructureChecker, event: SessionEvent) -> list[Problem]:
-    """The tool calls a ``turn/end`` leaves without a result."""
-    if checker.open_turn is None:
-        return []
-    return [
-        Problem(
-            event.seq,
-            "unanswered",
-            f"turn {checker.open_turn} closed with tool call {call.call_id!r} unanswered",
+        # A replace other than a result rewrite (which keeps its call id) may cut a tool call
+        # from its result (docs/format.md, "Compaction").
+        cut = (
+            replacement_cut(surface, event)
+            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
+            else None
         )
-        for call in checker.unanswered_calls()
-    ]
-
-
-def _surface_problems(surface: SurfaceState, event: SessionEvent) -> list[Problem]:
-    """Fold ``event`` into ``surface``: the rule it breaks, or the warning that it cuts a tool
-    call from its result."""
-    # A replace other than a result rewrite (which keeps its call id) may cut a tool call
-    # from its result (docs/format.md, "Compaction").
-    cut = (
-        replacement_cut(surface, event)
-        if isinstance(event.surface_op, SurfaceReplace) and event.type != TOOL_RESULT
-        else None
-    )
-    try:
-        surface.apply(event)
-    except InvalidEventError as exc:
-        return [Problem(event.seq, "surface", str(exc))]
-    if cut is None:
-        return []
-    message = f"surface replace {_span(event)}: {cut}"
-    return [Problem(event.seq, "surface", message, warning=True)]
+        try:
+            surface.apply(event)
+        except InvalidEventError as exc:
+            problems.append(Problem(event.seq, "surface", str(exc)))
+        else:
+            if cut is not None:
+                message = f"surface replace {_span(event)}: {cut}"
+                problems.append(Problem(event.seq, "surface", message, warning=True))
+    return problems
 
 
 def errors_of(problems: Iterable[Problem]) -> list[Problem]:
