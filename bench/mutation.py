@@ -6,7 +6,8 @@ Run:  python bench/mutation.py [--module core/todos.py ...] [--sample N] [--seed
 
 It makes small changes ("mutants") to one module at a time and runs the tests that import that
 module; a mutant the tests do not notice ("survived") marks code whose behaviour no test pins.
-Modules: todo_sessions/core/*.py, harness/tools/todo_write.py and session.py (``--module`` picks some).
+Modules: todo_sessions/core/*.py, harness/tools/todo_write.py and session.py (``--module``
+picks some).
 It prints killed/survived per module and each survivor's file, line and change; ``--json FILE``
 writes the same as JSON, and ``--min-score 95`` makes the exit status 1 when a module scores
 below 95% (the CI gate, tests/test_mutation_sample.py, runs a fixed ``--sample``/``--seed``).

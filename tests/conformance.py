@@ -1,7 +1,7 @@
-"""Running todo-sessions over the shared conformance corpus (``../shared/conformance``, beside the
-checkout): what we give for each log, on the corpus's own vocabulary, and the comparison its
-README describes, for logs and spec cases. `tests/test_conformance.py` asserts on it; run this
-module to list every difference (``python -m tests.conformance``).
+"""Running todo-sessions over the conformance corpus (``tests/conformance/corpus/``, read
+through `tests.conformance_files`): what we give for each log, on the corpus's own vocabulary,
+and the comparison its README describes, for logs and spec cases. `tests/test_conformance.py`
+asserts on it; run this module to list every difference (``python -m tests.conformance``).
 
 `reference_invariants_problem` restates, in our words, the structure rules the reference checks
 in its dev mode (from reading its ``invariant.ts``): our crash-repair closers must pass them.
@@ -10,15 +10,14 @@ in its dev mode (from reading its ``invariant.ts``): our crash-repair closers mu
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+from tests.conformance_files import CORPUS, read_bytes, stored_files
 from todo_sessions import InvalidEventError, Session, SessionEvent, StructureError
 from todo_sessions.acp.mapping import todos_to_plan, update_to_wire
 from todo_sessions.core.catalog import validate_event
@@ -38,23 +37,18 @@ __all__ = [
     "reference",
 ]
 
-CORPUS = Path(
-    os.environ.get(
-        "TODO_SESSIONS_CONFORMANCE", Path(__file__).resolve().parents[2] / "shared" / "conformance"
-    )
-)
 SESSION_ID = "conf"
 
 
 def corpus_available() -> bool:
-    return (CORPUS / "logs.jsonl").is_file()
+    return "logs.jsonl" in stored_files(CORPUS) if CORPUS.is_dir() else False
 
 
 def _rows(name: str) -> Iterator[dict[str, Any]]:
-    with open(CORPUS / name, encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)
+    # (split at "\n" only: str.splitlines would also split at a U+2028 inside a string)
+    for line in read_bytes(name).decode("utf-8").split("\n"):
+        if line.strip():
+            yield json.loads(line)
 
 
 @cache
@@ -515,11 +509,6 @@ SPEC_DELIBERATE = frozenset(
     {
         # README, "Spec cases where todo-sessions deliberately differs"
         "surface:sources-reject-a-non-contiguous-event-seq",
-        "session:old-request-header",
-        "session:malformed-request-header",
-        "session:reasoning-effort-''",
-        "session:reasoning-effort-1",
-        *(f"session:adapter-defaults-{n}" for n in range(5)),
         "repair:closed-step",
         "repair:orphan-call",
         "repair:not-started",
@@ -543,7 +532,8 @@ SPEC_DELIBERATE = frozenset(
         "invariant:later-step",
     }
 )
-"""Spec cases a test skips (the README's list)."""
+"""Spec cases a test skips (the README's list; ``jsonl:python-default-export-into-ts`` is
+compared all the same: what `compare_jsonl_exchange` looks at agrees)."""
 
 SPEC_OPS = frozenset(
     {

@@ -1,5 +1,6 @@
-"""todo-sessions against the reference harness, over the shared conformance corpus
-(``../shared/conformance`` beside the checkout; see its README.md and tests/conformance.py).
+"""todo-sessions against the reference harness, over the conformance corpus kept in
+tests/conformance/corpus/ (see its README.md, tests/conformance.py and
+tests/conformance_files.py, which also refreshes it from the team's copy).
 
 Every log and spec case must agree with what the reference gave, except the judged differences
 of ``judged.jsonl`` (skipped exactly: that kind for that log) and two more deliberate ones named
@@ -10,9 +11,15 @@ compaction module, are not this test's to check.
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
+from pathlib import Path
+
+import pytest
 
 from tests import conformance as corpus
+from tests import conformance_files as files
 from todo_sessions import EVENT_TYPES
 from todo_sessions.core.request_header import is_legacy_request_header
 from todo_sessions.core.verify import errors_of, verify_events
@@ -22,7 +29,59 @@ from todo_sessions.jsonl import header_line, parse_lines
 
 def test_the_corpus_is_there() -> None:
     assert corpus.corpus_available(), f"no conformance corpus at {corpus.CORPUS}"
-    assert len(corpus.logs()) == 636 and len(corpus.spec_cases()) == 191
+    assert len(corpus.logs()) == 636 and len(corpus.spec_cases()) == 192
+
+
+def test_the_corpus_is_the_teams_copy() -> None:
+    """Ours holds exactly the files of ``../shared/conformance`` (when the checkout has one
+    beside it), so a change to the team's copy fails here until ours is refreshed."""
+    if not files.TEAM_COPY.is_dir():
+        pytest.skip(f"no team copy at {files.TEAM_COPY} to compare with (ours is read alone)")
+    found = files.differences(files.TEAM_COPY, corpus.CORPUS)
+    assert found == [], (
+        f"refresh tests/conformance/corpus: python -m tests.conformance_files ({found})"
+    )
+
+
+def test_the_skipped_spec_cases_are_the_ones_the_corpus_readme_names() -> None:
+    """Every spec case the comparison skips is still named as deliberate, a quirk or cosmetic
+    in the corpus README's list (a case the README stops naming is compared again)."""
+    readme = files.read_bytes("README.md").decode("utf-8")
+    section = readme.split("Spec cases where todo-sessions deliberately differs", 1)[1]
+    bullets, inside = [], False  # the list items, with their continuation lines
+    for line in section.splitlines():
+        inside = line.startswith("- ") or (inside and line.startswith("  "))
+        bullets += [line] if inside else []
+    named = set(re.findall(r"`([a-z]+:[^`]+)`", "\n".join(bullets)))
+    assert named >= corpus.SPEC_DELIBERATE, sorted(corpus.SPEC_DELIBERATE - named)
+    ids = {case["id"] for case in corpus.spec_cases()}
+    assert ids >= corpus.SPEC_DELIBERATE
+
+
+def test_a_copy_that_differs_from_the_team_copy_is_named_and_refreshed(tmp_path: Path) -> None:
+    """The comparison reads plain and gzipped files alike and names every difference;
+    `refresh` stores big files gzipped, removes what the source lost, and is then equal."""
+    team, ours = tmp_path / "team", tmp_path / "ours"
+    team.mkdir()
+    (team / "README.md").write_text("corpus\n")
+    big = b"".join(b'{"n": %d}\n' % n for n in range(files.GZIP_ABOVE // 8))
+    (team / "logs.jsonl").write_bytes(big)
+    (team / "judged.jsonl").write_bytes(b"{}\n")
+    assert files.refresh(team, ours) == ["README.md", "judged.jsonl", "logs.jsonl.gz"]
+    assert sorted(p.name for p in ours.iterdir()) == ["README.md", "judged.jsonl", "logs.jsonl.gz"]
+    assert gzip.decompress((ours / "logs.jsonl.gz").read_bytes()) == big
+    assert files.differences(team, ours) == [] and files.refresh(team, ours) == []
+    (team / "logs.jsonl").write_bytes(big + b'{"n": -1}\n')
+    (team / "judged.jsonl").unlink()
+    (team / "spec_cases.jsonl").write_bytes(b"{}\n")
+    assert files.differences(team, ours) == [
+        f"spec_cases.jsonl: only in {team}",
+        f"judged.jsonl: only in {ours}",
+        "logs.jsonl: differs",
+    ]
+    files.refresh(team, ours)
+    assert files.differences(team, ours) == []
+    assert not (ours / "judged.jsonl").exists()
 
 
 def _legacy_header_refused(row: dict, difference: corpus.Difference) -> bool:

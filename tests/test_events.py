@@ -329,10 +329,16 @@ def test_unknown_payload_keys_and_blocks_are_kept_verbatim() -> None:
     assert SessionEvent.from_json(event.to_json()).data == data
 
 
-def test_register_event_type_extends_the_catalog() -> None:
+def test_register_event_type_extends_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     class Ping(BaseModel):
         n: int
 
+    from todo_sessions.core import registry
+
+    # the type is gone again after the test (the registry has no way to unregister)
+    monkeypatch.setitem(registry._REGISTRY, "test/ping", None)
+    monkeypatch.setitem(registry._CHECKS, "test/ping", None)
+    del registry._REGISTRY["test/ping"], registry._CHECKS["test/ping"]
     register_event_type("test/ping", Ping)
     register_event_type("test/ping", Ping)  # idempotent
     assert "test/ping" in EVENT_TYPES

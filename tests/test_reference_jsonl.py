@@ -103,6 +103,30 @@ def test_reference_headers_we_cannot_keep_are_refused(head: dict[str, Any], text
     assert text in str(caught.value)
 
 
+def test_a_reference_file_with_an_invalid_adapter_default_marker_imports_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, item 9: a request/header marking a value its configuration does not set is
+    refused at import as the reference refuses it, naming the event; nothing is stored."""
+    lines = _lines(FIXTURES / "reference" / "v0-plain.jsonl")
+    at = next(n for n, line in enumerate(lines) if '"request/header"' in line)
+    row = json.loads(lines[at])
+    row["data"]["header"]["adapterDefaults"] = {"reasoningEffort": True}
+    row["data"]["header"]["config"].pop("reasoningEffort", None)
+    lines[at] = json.dumps(row)
+
+    async def run() -> list[Any]:
+        async with SessionStore(f"sqlite:///{tmp_path}/x.db") as store:
+            with pytest.raises(InvalidEventError) as caught:
+                await import_lines(store, lines)
+            error = caught.value
+            assert (error.event_type, error.seq, error.field) == ("request/header", 3, "line 5")
+            assert "(seq 3): data.header.adapterDefaults: Value error, the marker" in str(error)
+            return list(await store.list())
+
+    assert asyncio.run(run()) == []
+
+
 def test_a_malformed_chunk_row_names_its_line() -> None:
     lines = _lines(FIXTURES / "reference" / "v0-packed.jsonl")
     row = json.loads(lines[5])

@@ -277,10 +277,23 @@ def test_redact_known_keys_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> No
         ),
         ("sqlite:///tmp/a:b@c.db", "sqlite:///tmp/a:b@c.db"),
         ("/tmp/plain.db", "/tmp/plain.db"),
+        # a password spelled with what a URL's own syntax uses, unencoded
+        ("postgresql://u:hun#ter2@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:hun?ter2@h/db?x=1", "postgresql://u:***@h/db?x=1"),
+        ("postgresql://u:12?ter2@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:hun/ter2@h1:5432,h2:5433/db", "postgresql://u:***@h1:5432,h2:5433/db"),
+        ("postgresql://u@h/db?password=hun#ter2", "postgresql://u@h/db?password=***"),
+        # a parameter name percent-encoded
+        ("postgresql://u@h/db?pass%77ord=hunter2&x=1", "postgresql://u@h/db?pass%77ord=***&x=1"),
+        ("postgresql://u@h/db?ssl%70assword=hunter2", "postgresql://u@h/db?ssl%70assword=***"),
     ],
 )
 def test_mask_url(url: str, shown: str) -> None:
     assert mask_url(url) == shown
+    if url.startswith("postgresql://"):  # what the store's errors and `StoreURL.given` show
+        from todo_sessions.store.engine import mask_password
+
+        assert mask_password(url) == shown
 
 
 def test_mask_urls_in_a_message() -> None:

@@ -28,7 +28,8 @@ from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
 from todo_sessions.harness.demo import run_demo
 from todo_sessions.jsonl import export_lines
 from todo_sessions.web import create_app
-from todo_sessions.web.views import TIMELINE_PAGE, messages_json
+from todo_sessions.web.bounds import TIMELINE_PAGE
+from todo_sessions.web.messages import messages_json
 
 DEMO = "demo-web"
 HOSTILE_TEXT = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -307,9 +308,9 @@ def test_a_long_session_pages_its_timeline(client: TestClient) -> None:
 def test_a_long_history_shows_its_last_messages(
     client: TestClient, store: SyncSessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from todo_sessions.web import views
+    from todo_sessions.web import bounds
 
-    monkeypatch.setattr(views, "MESSAGES_SHOWN", 10)
+    monkeypatch.setattr(bounds, "MESSAGES_SHOWN", 10)
     every = messages_json(store.derive_messages("long"))
     assert len(every) == 79
     # the pane shows the messages of one window: the timeline page that holds ``at``
@@ -784,7 +785,7 @@ def test_a_duration_ago_is_a_moment_and_pages_keep_it(tmp_path: Path) -> None:
 
 
 def test_the_views_parse_durations_against_now() -> None:
-    from todo_sessions.web.views import FilterError, parse_filters
+    from todo_sessions.web.filters import FilterError, parse_filters
 
     now = BASE + 12_345
     parsed = parse_filters({"since": ["2d"], "until": ["30m"]}, now_ms=now)

@@ -27,7 +27,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from test_web import DEMO, append_turn_elsewhere, current, make_demo, serving
 
 from todo_sessions import SyncSessionStore
-from todo_sessions.web.views import messages_json
+from todo_sessions.web.messages import messages_json
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

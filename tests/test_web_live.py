@@ -15,7 +15,7 @@ import httpx2 as httpx
 from test_web import DEMO, append_turn_elsewhere, make_demo, serving
 
 from todo_sessions import SyncSessionStore
-from todo_sessions.web.views import messages_json
+from todo_sessions.web.messages import messages_json
 
 pytestmark = pytest.mark.slow
 

@@ -3,6 +3,7 @@ session at their seq; stored text in snippets is escaped, the matched words mark
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,3 +74,52 @@ def test_snippet_html_escapes_every_piece() -> None:
     html = snippet_html("<a> x & y", ((4, 5),))
     assert str(html) == "&lt;a&gt; <mark>x</mark> &amp; y"
     assert str(snippet_html("<", ((0, 9),))) == "&lt;"  # a mark past the end is ignored
+
+
+# -- what one request may cost (any web page can send one) --------------------------------------
+
+
+def test_a_query_with_too_many_terms_or_prefixes_is_refused(client: TestClient) -> None:
+    hostile = " ".join(f"w{n}*" for n in range(32))
+    answer = client.get("/api/search", params={"q": hostile, "limit": 500})
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "search query: 32 terms: the viewer searches at most 8"
+    page = client.get("/search", params={"q": hostile})
+    assert page.status_code == 400 and "the viewer searches at most 8" in page.text
+    five = client.get("/api/search", params={"q": "a* b* c* d* needle*"})
+    assert five.status_code == 400
+    assert "5 prefix terms: the viewer searches at most 4" in five.json()["error"]
+    eight = client.get("/api/search", params={"q": "needle haystack* -a -b -c -d -e -f"})
+    assert eight.status_code == 200  # eight terms, one a prefix: run
+    assert sorted(h["sessionId"] for h in eight.json()["hits"]) == ["other0", "other1", "other2"]
+
+
+def test_a_page_holds_at_most_100_hits(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/many.db"
+    with SyncSessionStore(url) as store:
+        store.create(header("many"))
+        store.append("many", [e for n in range(130) for e in turn(6 * n, n + 1, text="needle")])
+    with TestClient(create_app(url, allowed_hosts=["testserver"])) as client:
+        first = client.get("/api/search", params={"q": "needle", "limit": 500}).json()
+    newest = sorted((6 * n + 1 for n in range(130)), reverse=True)
+    assert [h["seq"] for h in first["hits"]] == newest[:100]  # 100 snippets built, not 130
+    assert first["next"] is not None
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({"before": str(2**63)}, "before must be <= 9223372036854775807"),
+        ({"before": "0"}, "before must be >= 1"),
+        ({"cwd": "\x00"}, "cwd must not contain NUL characters"),
+        ({"tag": "t\x00"}, "tag must not contain NUL characters"),
+        ({"limit": "many"}, "limit must be an integer"),
+    ],
+)
+def test_out_of_range_parameters_are_400(
+    client: TestClient, params: dict[str, str], problem: str
+) -> None:
+    answer = client.get("/api/search", params={"q": "needle", **params})
+    assert answer.status_code == 400 and problem in answer.json()["error"]
+    page = client.get("/search", params={"q": "needle", **params})
+    assert page.status_code == 400 and html.escape(problem) in page.text

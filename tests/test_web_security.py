@@ -20,7 +20,7 @@ from test_web import DEMO, make_demo, serving
 from todo_sessions import SyncSessionStore
 from todo_sessions.cli import main
 from todo_sessions.web import create_app
-from todo_sessions.web.app import host_name
+from todo_sessions.web.security import host_name
 from todo_sessions.web.server import HostError, allowed_hosts
 
 

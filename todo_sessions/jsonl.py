@@ -115,8 +115,17 @@ def file_chain_problem(
     return None
 
 
-def _fail(line: int, message: str) -> InvalidEventError:
-    return InvalidEventError(f"line {line}: {message}", field=f"line {line}")
+def _fail(
+    line: int, message: str, cause: InvalidEventError | StructureError | None = None
+) -> InvalidEventError:
+    """The error of a bad line: ``field`` is the line; the event's type and seq are kept from
+    the refusal of the event it holds (``cause``)."""
+    return InvalidEventError(
+        f"line {line}: {message}",
+        event_type=getattr(cause, "event_type", None),
+        seq=None if cause is None else cause.seq,
+        field=f"line {line}",
+    )
 
 
 def event_lines(
@@ -134,7 +143,7 @@ def event_lines(
             event = SessionEvent.from_json(text)
             validate_event(event)
         except InvalidEventError as exc:
-            raise _fail(number, str(exc)) from None
+            raise _fail(number, str(exc), exc) from None
         if expected is not None and event.seq != expected:
             raise _fail(number, f"event has seq {event.seq}, expected {expected}")
         expected = event.seq + 1
@@ -309,7 +318,7 @@ def parse_lines(
             surface.apply(event)
             structure.apply(event)
         except (InvalidEventError, StructureError) as exc:
-            raise _fail(number, str(exc)) from None
+            raise _fail(number, str(exc), exc) from None
         events.append(event)
         if progress is not None:
             progress(1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote_plus
 
 __all__ = ["KEY_ENVIRONMENT", "REDACTED", "mask_url", "mask_urls", "redact"]
 
@@ -64,28 +65,43 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return _SHAPES.sub(_replace, text)
 
 
-_QUERY_SECRET = re.compile(
-    r"([?&;](?:password|passwd|pwd|sslpassword|secret|token)=)[^&#;]*", re.IGNORECASE
-)
+_SECRET_PARAMETERS = frozenset({"password", "passwd", "pwd", "sslpassword", "secret", "token"})
+_PARAMETER = re.compile(r"([?&;])([^=&;?#]*)=([^&;]*)")
 _MASK = "***"
 
 
+def _userinfo_end(rest: str) -> int:
+    """Where the userinfo of ``rest`` (a URL after ``://``) ends: the index of its ``@``, or
+    -1. A password may hold any character, ``@ / ? #`` unencoded included, so the userinfo
+    runs to the last ``@`` before the first ``/`` that follows an ``@``. Where that is
+    ambiguous (``host:5432/db?a=b@c``) it masks: too much shown is worse than too little."""
+    first = rest.find("@")
+    if first < 0:
+        return -1
+    slash = rest.find("/", first)
+    return rest.rfind("@", 0, slash if slash >= 0 else len(rest))
+
+
+def _masked_parameter(found: re.Match[str]) -> str:
+    if unquote_plus(found.group(2)).lower() not in _SECRET_PARAMETERS:
+        return found.group(0)
+    return f"{found.group(1)}{found.group(2)}={_MASK}"
+
+
 def mask_url(url: str) -> str:
-    """``url`` with every password masked as ``***``: the userinfo's (up to the last ``@``
-    before the query, so a password holding an unencoded ``@`` is masked whole) and the
-    query's (``password``, ``passwd``, ``pwd``, ``sslpassword``, ``secret``, ``token``).
-    Anything that is not a URL (a file path) is returned as it is."""
+    """``url`` with every password masked as ``***``: the userinfo's (whatever an unencoded
+    password holds, ``@ / ? #`` included: `_userinfo_end`) and the query's (``password``,
+    ``passwd``, ``pwd``, ``sslpassword``, ``secret``, ``token``, their names percent-encoded
+    or not). Anything that is not a URL (a file path) is returned as it is."""
     scheme, sep, rest = url.partition("://")
     if not sep or not scheme or "/" in scheme:
         return url
-    before_query = re.split(r"[?#]", rest, maxsplit=1)[0]
-    at = before_query.rfind("@")
+    at = _userinfo_end(rest)
     if at >= 0:
         user, colon, _ = rest[:at].partition(":")
         if colon and "/" not in user:
             rest = f"{user}:{_MASK}{rest[at:]}"
-    rest = _QUERY_SECRET.sub(lambda m: m.group(1) + _MASK, rest)
-    return f"{scheme}://{rest}"
+    return f"{scheme}://{_PARAMETER.sub(_masked_parameter, rest)}"
 
 
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>.,:;)]")

@@ -231,3 +231,56 @@ async def test_list_pages_stay_stable_while_sessions_are_appended_to(tmp_path: A
         await agent.list_sessions(cursor=first.next_cursor + "x")  # type: ignore[operator]
     assert info.value.code == -32602
     await shut(agent)
+
+
+def _forged(payload: dict[str, Any]) -> str:
+    """A cursor of the right shape with the store's id, its position chosen by a client."""
+    import base64
+    import json
+
+    raw = json.dumps(payload, ensure_ascii=True).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+FORGED_POSITIONS: list[tuple[Any, Any]] = [
+    (2**63, "s"),
+    (2**64 + 5, "s"),
+    (-(2**63) - 1, "s"),
+    (-1, "s"),
+    (1.5, "s"),
+    (True, "s"),
+    (None, "s"),
+    (1, ""),
+    (1, "a\x00b"),
+    (1, "\ud800"),
+    (1, "x" * 201),
+    (1, ["s"]),
+    (1, 7),
+]
+
+
+@pytest.mark.parametrize(("updated_at", "session_id"), FORGED_POSITIONS)
+def test_a_forged_cursor_position_is_refused(updated_at: Any, session_id: Any) -> None:
+    cursor = _forged({"v": 1, "store": "store-a", "u": updated_at, "id": session_id})
+    with pytest.raises(CursorError):
+        decode_cursor(cursor, "store-a")
+
+
+async def test_forged_cursors_and_bad_cwds_are_invalid_params(db_url: str) -> None:
+    """Through the agent, on every backend: the client's values never reach the driver."""
+    service = SessionService(SessionStore(db_url))
+    agent = TodoSessionsAgent(service)
+    try:
+        store_id = service.store.store_id
+        for updated_at, session_id in FORGED_POSITIONS:
+            cursor = _forged({"v": 1, "store": store_id, "u": updated_at, "id": session_id})
+            with pytest.raises(RequestError) as caught:
+                await agent.list_sessions(cursor=cursor)
+            assert caught.value.code == -32602, (updated_at, session_id)
+        for cwd in ("/repo\x00/x", "/repo/\udc80", "/" * 5000):
+            with pytest.raises(RequestError) as caught:
+                await agent.list_sessions(cwd=cwd)
+            assert caught.value.code == -32602 and "cwd" in str(caught.value.data), cwd
+        assert (await agent.list_sessions(cwd="/nowhere")).sessions == []
+    finally:
+        await shut(agent)

@@ -3,14 +3,20 @@ syntax and its refusals, the FTS5 and tsquery translations, and snippets."""
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
+from todo_sessions.core import search
 from todo_sessions.core.search import (
     DEFAULT_KINDS,
     INDEXED_TYPES,
     MAX_INDEXED_CHARS,
     MAX_QUERY_CHARS,
     MAX_TERMS,
+    SNIPPET_SCAN_CHARS,
+    SearchQuery,
     Term,
     fold,
     index_rows,
@@ -221,3 +227,78 @@ def test_the_window_follows_the_first_match_not_the_last() -> None:
     assert flat.index("needle") > 10  # some words before the match are shown
     near, _ = snippet("ab needle " + "z " * 200, parse_query("needle"), width=60)
     assert near.startswith("ab needle")
+
+
+def _reference_snippet(
+    body: str, query: SearchQuery, width: int = 160
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet as first written: every word of the body folded and compared with every
+    prefix (the result the bounded `snippet` must keep, within `SNIPPET_SCAN_CHARS`)."""
+    wanted: dict[str, bool] = {}
+    for term in query.terms:
+        if term.negated:
+            continue
+        for k, w in enumerate(term.words):
+            last = k == len(term.words) - 1
+            wanted[w] = wanted.get(w, False) or (term.prefix and last)
+    spans = []
+    for m in re.finditer(r"[^\W_]+", body):
+        folded = fold(m.group())
+        if folded in wanted or any(p and folded.startswith(w) for w, p in wanted.items()):
+            spans.append((m.start(), m.end()))
+    start = max(0, spans[0][0] - width // 3) if spans else 0
+    if start:
+        space = body.rfind(" ", 0, start + 1)
+        start = space + 1 if space >= 0 and start - space < 20 else start
+    end = min(len(body), start + width)
+    lead, tail = ("…" if start else ""), ("…" if end < len(body) else "")
+    shift = len(lead) - start
+    marks = tuple((a + shift, b + shift) for a, b in spans if a >= start and b <= end)
+    return (lead + body[start:end] + tail).replace("\n", " ").replace("\r", " "), marks
+
+
+VOCABULARY = ["Need", "needle", "NEEDLES", "hay", "haystack", "x_1", "a.b", "ab", "abc", "9z"]
+ACCENTED = ["Café", "cafe", "naïve", "NAIVE", "straße", "Ωmega", "ωmeg"]
+
+
+@pytest.mark.parametrize("accented", [False, True])
+def test_the_bounded_snippet_equals_the_word_by_word_one(accented: bool) -> None:
+    rng = random.Random(35 + accented)
+    vocabulary = VOCABULARY + (ACCENTED if accented else [])
+    queries = ["need*", "needle", "ab* hay", '"a b"', "-hay needle*", "caf* naive", "omega*"]
+    for _ in range(300):
+        parts = [rng.choice(vocabulary) for _ in range(rng.randint(0, 400))]
+        body = "".join(p + rng.choice([" ", "  ", "\n", ", ", "-"]) for p in parts)
+        query = parse_query(rng.choice(queries))
+        width = rng.choice([20, 60, 160])
+        assert snippet(body, query, width) == _reference_snippet(body, query, width)
+
+
+def test_a_snippet_scans_a_bounded_part_of_a_long_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    folded: list[str] = []
+
+    def counting_fold(text: str) -> str:
+        folded.append(text)
+        return fold(text)
+
+    needle = parse_query("needle")
+    monkeypatch.setattr(search, "fold", counting_fold)
+    tail = "é " * 50_000  # not ASCII: folded word by word
+    flat, marks = snippet("needle " + tail, needle, width=60)
+    assert [flat[a:b] for a, b in marks] == ["needle"]
+    assert len(folded) <= 31  # the scan ends with the window, not with the body
+    folded.clear()
+    flat, marks = snippet(tail + " needle", needle)
+    assert marks == () and flat.startswith("é é")  # the match lies past the scan
+    assert len(folded) == SNIPPET_SCAN_CHARS // 2
+    # an ASCII body is searched whole, without folding word by word
+    prefix = parse_query("need*")
+    folded.clear()
+    flat, marks = snippet("word " * 50_000 + "Needle", prefix)
+    assert [flat[a:b] for a, b in marks] == ["Needle"] and folded == []
+
+
+def test_a_query_of_only_excluded_terms_marks_nothing() -> None:
+    query = SearchQuery("-a", (Term(("a",), negated=True),))
+    assert snippet("a b a", query) == ("a b a", ())
+    assert snippet("é a", query) == ("é a", ())

@@ -73,6 +73,7 @@ from .connection import AgentConnection
 from .jsonrpc import GuardedStdioTransport
 from .listing import (
     CursorError,
+    check_cwd,
     cursor_position,
     decode_cursor,
     encode_cursor,
@@ -509,6 +510,10 @@ class TodoSessionsAgent:
                 before = cursor_position(*decode_cursor(cursor, store.store_id))
             except CursorError as exc:
                 raise _sdk.RequestError.invalid_params({"cursor": str(exc)}) from None
+        try:
+            cwd = check_cwd(cwd)
+        except ValueError as exc:
+            raise _sdk.RequestError.invalid_params({"cwd": str(exc)}) from None
         with _client_errors():
             rows = await store.list(limit=self.list_page_size + 1, before=before, cwd=cwd)
         page, more = rows[: self.list_page_size], len(rows) > self.list_page_size

@@ -17,12 +17,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.envelope import MAX_INT
+from ..core.header import check_session_id
+from ..errors import InvalidEventError
 from ..store.results import SessionSummary
 from . import _sdk
 
 __all__ = [
     "TITLE_LIMIT",
     "CursorError",
+    "check_cwd",
     "decode_cursor",
     "encode_cursor",
     "first_line",
@@ -63,11 +67,30 @@ def decode_cursor(cursor: str, store_id: str) -> tuple[int, str]:
     if not isinstance(payload, dict) or payload.get("v") != _CURSOR_VERSION:
         raise CursorError("the cursor is not one this agent handed out")
     updated_at, session_id = payload.get("u"), payload.get("id")
-    if type(updated_at) is not int or not isinstance(session_id, str) or not session_id:
+    if type(updated_at) is not int or not 0 <= updated_at <= MAX_INT:
         raise CursorError("the cursor is not one this agent handed out")
+    try:
+        check_session_id(session_id)
+    except InvalidEventError:  # too long, empty, control characters, lone surrogates
+        raise CursorError("the cursor is not one this agent handed out") from None
     if payload.get("store") != store_id:
         raise CursorError("the cursor comes from another session store")
     return updated_at, session_id
+
+
+def check_cwd(cwd: Any) -> str | None:
+    """A ``session/list`` ``cwd`` filter as the store can take it, else `CursorError`'s
+    sibling `ValueError` naming the field: a string of at most 4,096 characters with no NUL
+    and no lone surrogate (which no database stores), or None."""
+    if cwd is None:
+        return None
+    if not isinstance(cwd, str) or len(cwd) > 4096 or "\x00" in cwd:
+        raise ValueError("cwd must be a path of at most 4096 characters without NUL")
+    try:
+        cwd.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("cwd must be valid Unicode (it holds a lone surrogate)") from None
+    return cwd
 
 
 def cursor_position(updated_at: int, session_id: str) -> SessionSummary:

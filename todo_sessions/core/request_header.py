@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .messages import WireModel
 
 __all__ = [
+    "ADAPTER_DEFAULT_MARKERS",
     "EpochHeader",
     "LlmCallConfig",
     "RequestContextData",
     "RequestHeaderData",
+    "adapter_defaults_problem",
     "is_legacy_request_header",
     "upcast_request_header",
 ]
@@ -55,14 +57,69 @@ class LlmCallConfig(WireModel):
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
     reasoning_effort: str | None = Field(default=None, min_length=1)
+    """Absent when the call sets none; present, a non-empty string (``null`` is refused, as the
+    reference refuses it)."""
     max_tokens: int | None = None
+
+    @field_validator("reasoning_effort", mode="before")
+    @classmethod
+    def _effort_not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must be a non-empty string when present (leave the key out instead)")
+        return value
+
+
+ADAPTER_DEFAULT_MARKERS = ("reasoningEffort", "maxTokens")
+"""The values of ``header.config`` an ``adapterDefaults`` marker may name."""
+
+
+def adapter_defaults_problem(value: Any, config: LlmCallConfig | None) -> str | None:
+    """What is wrong with ``header.adapterDefaults`` (present in the payload), or None. It is an
+    object of markers ``{name: true}``, each naming one of `ADAPTER_DEFAULT_MARKERS` that
+    ``config`` sets: the marker says the adapter chose that value. ``config`` None (itself
+    invalid) skips that last check."""
+    if not isinstance(value, dict):
+        shown = _JSON_KINDS.get(type(value), type(value).__name__)
+        return f"must be an object of markers {{name: true}}, not {shown}"
+    for name, marker in value.items():
+        if name not in ADAPTER_DEFAULT_MARKERS:
+            known = " or ".join(ADAPTER_DEFAULT_MARKERS)
+            return f"unknown marker {name!r} (a marker names {known})"
+        if marker is not True:
+            return f"the marker {name!r} must be true"
+        if config is not None and _field_of(name) not in config.model_fields_set:
+            return f"the marker {name!r} names a value header.config does not set"
+    return None
+
+
+_JSON_KINDS = {
+    type(None): "null (leave the key out instead)",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+}
+
+
+def _field_of(alias: str) -> str:
+    return next(n for n, f in LlmCallConfig.model_fields.items() if (f.alias or n) == alias)
 
 
 class EpochHeader(WireModel):
     config: LlmCallConfig
     adapter_defaults: dict[str, Literal[True]] | None = None
+    """Present: an object of markers (`adapter_defaults_problem`); never null."""
     system: str | None = None
     tools: list[dict[str, Any]] | None = None
+
+    @field_validator("adapter_defaults", mode="before")
+    @classmethod
+    def _markers(cls, value: Any, info: ValidationInfo) -> Any:
+        problem = adapter_defaults_problem(value, info.data.get("config"))
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class RequestHeaderData(WireModel):

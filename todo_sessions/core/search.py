@@ -324,6 +324,61 @@ def to_tsquery(query: SearchQuery) -> str:
 # -- snippets ---------------------------------------------------------------------------------
 
 SNIPPET_CHARS = 160
+SNIPPET_SCAN_CHARS = 20_000
+"""A body that is not all ASCII is searched word by word for its first match in its first this
+many characters (past them the snippet is the body's beginning, unmarked); an ASCII body is
+searched whole, by one regular expression. Either way the scan ends with the snippet's window:
+the work per hit is bounded, however long the body and however many terms."""
+
+
+def _wanted(query: SearchQuery) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The words a snippet marks: those matched whole, and the prefixes (the last word of a
+    prefix term), of the query's positive terms."""
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    for term in query.terms:
+        if not term.negated:
+            exact.update(term.words[:-1])
+            (prefixes if term.prefix else exact).add(term.words[-1])
+    return frozenset(exact), tuple(sorted(prefixes))
+
+
+def _ascii_pattern(exact: frozenset[str], prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """The matched words in a lowercased ASCII body (a word: a run of ASCII letters and
+    digits, as `words` splits ASCII text)."""
+    parts = []
+    if exact:
+        parts.append("(?:" + "|".join(map(re.escape, sorted(exact, key=len, reverse=True))))
+        parts[-1] += ")(?![a-z0-9])"
+    if prefixes:
+        parts.append("(?:" + "|".join(map(re.escape, prefixes)) + ")[a-z0-9]*")
+    return re.compile("(?<![a-z0-9])(?:" + "|".join(parts) + ")")
+
+
+def _spans(body: str, query: SearchQuery, width: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of the matched words from the first match to the end of the
+    window a snippet of ``width`` characters can show around it (`SNIPPET_SCAN_CHARS`)."""
+    exact, prefixes = _wanted(query)
+    if not exact and not prefixes:  # only excluded terms (a query built by hand)
+        return []
+    whole = body.isascii()
+    if whole:  # ASCII: lowercasing keeps the offsets; one pattern finds the matched words
+        found = _ascii_pattern(exact, prefixes).finditer(body.lower())
+    else:
+        found = _WORD.finditer(body)
+    stop = len(body) if whole else SNIPPET_SCAN_CHARS
+    spans: list[tuple[int, int]] = []
+    for m in found:
+        if m.start() >= stop:
+            break
+        if not whole:
+            folded = fold(m.group())
+            if folded not in exact and not folded.startswith(prefixes):
+                continue
+        if not spans:
+            stop = m.start() + width + 1
+        spans.append(m.span())
+    return spans
 
 
 def snippet(
@@ -331,19 +386,9 @@ def snippet(
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """A window of ``body`` around the first match and the ``(start, end)`` offsets of every
     matched word in it (the words of the query's positive terms; a prefix matches the start
-    of a word). Plain text: a renderer escapes it (the viewer's HTML does)."""
-    wanted: dict[str, bool] = {}
-    for term in query.terms:
-        if term.negated:
-            continue
-        for k, w in enumerate(term.words):
-            last = k == len(term.words) - 1
-            wanted[w] = wanted.get(w, False) or (term.prefix and last)
-    spans: list[tuple[int, int]] = []
-    for m in _WORD.finditer(body):
-        folded = fold(m.group())
-        if folded in wanted or any(p and folded.startswith(w) for w, p in wanted.items()):
-            spans.append((m.start(), m.end()))
+    of a word). Plain text: a renderer escapes it (the viewer's HTML does). The work is
+    bounded (`SNIPPET_SCAN_CHARS`)."""
+    spans = _spans(body, query, width)
     start = max(0, spans[0][0] - width // 3) if spans else 0
     if start:
         space = body.rfind(" ", 0, start + 1)  # begin at a word

@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..errors import NamespaceError, StoreError
+from ..redact import mask_url
 
 __all__ = [
     "HostChoice",
@@ -99,14 +100,9 @@ class StoreURL:
         return url.render_as_string(hide_password=True)
 
 
-_USER_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-
-
 def mask_password(url: str) -> str:
-    """``url`` with the password of its user part and of a ``password=`` parameter shown as
-    ``***``."""
-    return _QUERY_PASSWORD.sub(r"\1***", _USER_PASSWORD.sub(r"\1***@", url))
+    """``url`` with its passwords shown as ``***`` (`todo_sessions.redact.mask_url`)."""
+    return mask_url(url)
 
 
 def _given(url: str | URL | os.PathLike[str]) -> str:
@@ -146,79 +142,98 @@ def parse_url(url: str | URL | os.PathLike[str]) -> StoreURL:
     `namespace.resolve` when a store or migration uses them)."""
     given = _given(url)
     if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
-        path = Path(os.fspath(url)).expanduser().absolute()
-        if _PATH_QUERY.search(path.name) and not path.exists():
-            raise ValueError(
-                f"{given!r} is a file path with a query string: a plain path takes no "
-                "parameters (the file would be named with them); use a sqlite:/// URL"
-            )
-        return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
+        return _plain_path(url, given)
     hosts: tuple[tuple[str, int], ...] = ()
     if isinstance(url, str):
         url, hosts = _split_hosts(url)
     parsed, names = _namespace_parameters(make_url(url))
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        database = parsed.database
-        if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
-            return StoreURL(parsed, "sqlite", None, **names, given=given)  # type: ignore[arg-type]
-        path = Path(database).expanduser().absolute()
-        mode = parsed.query.get("mode")
-        if mode not in (None, "ro", "rw", "rwc"):
-            raise ValueError(f"mode={mode} in an SQLite URL: use ro, rw or rwc (or memory)")
-        return StoreURL(
-            parsed.set(database=str(path)),
-            "sqlite",
-            path,
-            **names,  # type: ignore[arg-type]
-            given=given,
-            read_only=mode == "ro",
-        )
+        return _sqlite_url(parsed, names, given)
     if backend in ("postgresql", "postgres"):
-        query = dict(parsed.query)
-        args: dict[str, Any] = {}
-        if "sslmode" in query:  # libpq's name; asyncpg takes the same modes as ``ssl``
-            args["ssl"] = query.pop("sslmode")
-        if "application_name" in query:
-            args["server_settings"] = {"application_name": query.pop("application_name")}
-        if "connect_timeout" in query:
-            try:
-                args["timeout"] = float(query.pop("connect_timeout"))  # type: ignore[arg-type]
-            except ValueError:
-                raise ValueError("connect_timeout in the database URL must be a number") from None
-        parsed, hosts = _query_hosts(parsed, query, hosts)
-        if "target_session_attrs" in query:
-            args["target_session_attrs"] = _session_attrs(query.pop("target_session_attrs"))
-        balance = _load_balance(query.pop("load_balance_hosts", None))
-        replica = query.pop("replica", None)
-        if replica is not None and not isinstance(replica, str):
-            raise ValueError("replica in the database URL is given more than once")
-        if hosts:
-            args["host"] = [h for h, _ in hosts]
-            args["port"] = [p for _, p in hosts]
-        pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
-        if pooler:
-            # Transaction pooling hands each transaction to any server connection: nothing may
-            # rely on a prepared statement outliving its transaction (docs/design.md,
-            # "Behind a connection pooler").
-            args["statement_cache_size"] = 0
-            args["prepared_statement_name_func"] = _unique_statement_name
-            query["prepared_statement_cache_size"] = "0"
-        url_ = parsed.set(drivername="postgresql+asyncpg", query=query)
-        return StoreURL(
-            url_,
-            "postgresql",
-            None,
-            args,
-            pooler,
-            **names,  # type: ignore[arg-type]  # the namespace's two strings
-            given=given,
-            hosts=hosts,
-            load_balance=balance,
-            replica=replica,
-        )
+        return _postgres_url(parsed, names, given, hosts)
     raise ValueError(
         f"unsupported database URL {parsed.render_as_string()!r}: use sqlite or postgresql"
+    )
+
+
+def _plain_path(url: str | os.PathLike[str], given: str) -> StoreURL:
+    path = Path(os.fspath(url)).expanduser().absolute()
+    if _PATH_QUERY.search(path.name) and not path.exists():
+        raise ValueError(
+            f"{given!r} is a file path with a query string: a plain path takes no "
+            "parameters (the file would be named with them); use a sqlite:/// URL"
+        )
+    return StoreURL(make_url(f"sqlite:///{path}"), "sqlite", path, given=given)
+
+
+def _sqlite_url(parsed: URL, names: dict[str, str], given: str) -> StoreURL:
+    database = parsed.database
+    if not database or database == ":memory:" or parsed.query.get("mode") == "memory":
+        return StoreURL(parsed, "sqlite", None, **names, given=given)  # type: ignore[arg-type]
+    path = Path(database).expanduser().absolute()
+    mode = parsed.query.get("mode")
+    if mode not in (None, "ro", "rw", "rwc"):
+        raise ValueError(f"mode={mode} in an SQLite URL: use ro, rw or rwc (or memory)")
+    return StoreURL(
+        parsed.set(database=str(path)),
+        "sqlite",
+        path,
+        **names,  # type: ignore[arg-type]
+        given=given,
+        read_only=mode == "ro",
+    )
+
+
+def _libpq_parameters(query: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg's arguments for the libpq parameters of ``query`` (taken out of it)."""
+    args: dict[str, Any] = {}
+    if "sslmode" in query:  # libpq's name; asyncpg takes the same modes as ``ssl``
+        args["ssl"] = query.pop("sslmode")
+    if "application_name" in query:
+        args["server_settings"] = {"application_name": query.pop("application_name")}
+    if "connect_timeout" in query:
+        try:
+            args["timeout"] = float(query.pop("connect_timeout"))
+        except ValueError:
+            raise ValueError("connect_timeout in the database URL must be a number") from None
+    return args
+
+
+def _postgres_url(
+    parsed: URL, names: dict[str, str], given: str, hosts: tuple[tuple[str, int], ...]
+) -> StoreURL:
+    query = dict(parsed.query)
+    args = _libpq_parameters(query)
+    parsed, hosts = _query_hosts(parsed, query, hosts)
+    if "target_session_attrs" in query:
+        args["target_session_attrs"] = _session_attrs(query.pop("target_session_attrs"))
+    balance = _load_balance(query.pop("load_balance_hosts", None))
+    replica = query.pop("replica", None)
+    if replica is not None and not isinstance(replica, str):
+        raise ValueError("replica in the database URL is given more than once")
+    if hosts:
+        args["host"] = [h for h, _ in hosts]
+        args["port"] = [p for _, p in hosts]
+    pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
+    if pooler:
+        # Transaction pooling hands each transaction to any server connection: nothing may
+        # rely on a prepared statement outliving its transaction (docs/design.md,
+        # "Behind a connection pooler").
+        args["statement_cache_size"] = 0
+        args["prepared_statement_name_func"] = _unique_statement_name
+        query["prepared_statement_cache_size"] = "0"
+    return StoreURL(
+        parsed.set(drivername="postgresql+asyncpg", query=query),
+        "postgresql",
+        None,
+        args,
+        pooler,
+        **names,  # type: ignore[arg-type]  # the namespace's two strings
+        given=given,
+        hosts=hosts,
+        load_balance=balance,
+        replica=replica,
     )
 
 

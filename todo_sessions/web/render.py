@@ -1,4 +1,5 @@
-"""HTML from the values of `views`: Jinja2 templates with autoescaping on for everything.
+"""HTML from the plain data of `filters`, `timeline` and `seq_state`: Jinja2 templates with
+autoescaping on for everything.
 
 Every value a template prints is escaped unless it is marked safe, and nothing here marks
 stored text safe: ids, titles, messages, tool arguments and results always render as text.
@@ -6,6 +7,7 @@ stored text safe: ids, titles, messages, tool arguments and results always rende
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -13,11 +15,31 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup, escape
 
-from .views import ListFilters, Row, State, when
+from .filters import ListFilters
+from .seq_state import State
+from .timeline import Row
 
-__all__ = ["list_url", "render", "render_messages", "render_row", "render_todos", "session_url"]
+__all__ = [
+    "api_url",
+    "hit_url",
+    "list_url",
+    "render",
+    "render_messages",
+    "render_row",
+    "render_todos",
+    "session_url",
+    "when",
+]
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+
+def when(ms: int | None) -> str:
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS UTC``."""
+    if ms is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def session_url(session_id: str, at: int | None = None) -> str:

@@ -8,10 +8,12 @@ import socket
 from collections.abc import Callable, Sequence
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..store.store import SessionStore
-from .app import LOCAL_HOSTS, create_app
-from .views import MESSAGE_LIMIT
+from .app import create_app
+from .bounds import MESSAGE_LIMIT
+from .security import LOCAL_HOSTS
 
 __all__ = ["HEADER_TIMEOUT_SECONDS", "HostError", "allowed_hosts", "listen", "serve"]
 
@@ -20,51 +22,54 @@ HEADER_TIMEOUT_SECONDS = 10.0
 requests do not pile up (uvicorn has no such timeout of its own)."""
 
 
-def header_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
+class HeaderTimeoutProtocol(H11Protocol):
     """uvicorn's h11 protocol with a header timeout: a connection that has not sent a whole
-    request head ``seconds`` after it opened (or after its previous response ended) is
-    closed. A request being answered (a live event stream) is never cut."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    request head `header_timeout` seconds after it opened (or after its previous response
+    ended) is closed. A request being answered (a live event stream) is never cut."""
 
-    class HeaderTimeoutProtocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
+    header_timeout: float = HEADER_TIMEOUT_SECONDS
+    _header_timer: asyncio.TimerHandle | None = None
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._header_timer = self.loop.call_later(seconds, self._headers_late)
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
 
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _answering(self) -> bool:
-            return self.cycle is not None and not self.cycle.response_complete
-
-        def _headers_late(self) -> None:
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
             self._header_timer = None
-            if not self._answering() and not self.transport.is_closing():
-                self.transport.close()
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+    def _answering(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if not self._answering() and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._answering():
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self._answering():
             self._arm()
 
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._answering():
-                self._disarm()
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and not self._answering():
-                self._arm()
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return HeaderTimeoutProtocol
+def header_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
+    """`HeaderTimeoutProtocol` closing a connection whose request head has not come whole
+    ``seconds`` after it opened (or after its previous response ended)."""
+    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": seconds})
 
 
 _EVERY_INTERFACE = ("0.0.0.0", "::", "", "*", "[::]")
