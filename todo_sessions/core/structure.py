@@ -189,6 +189,12 @@ class StructureChecker:
         """The number of the latest turn started (0 before any)."""
         return self._last_turn
 
+    def call_place(self, call_id: str) -> tuple[int, int] | None:
+        """``(turn, step)`` of the latest tool call of the open turn with this id (None: the
+        open turn has none)."""
+        call = self._calls.get(call_id)
+        return None if call is None else (call.turn, call.step)
+
     def unanswered_calls(self) -> tuple[OpenCall, ...]:
         """The tool calls of the open turn without a result, in call order."""
         return tuple(
