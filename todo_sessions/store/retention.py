@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import Connection
 
+from ..core.moments import duration_ms
 from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
 from .finding import Finding
 from .leasing import Leasing
@@ -56,11 +57,10 @@ def archive_path(directory: str | os.PathLike[str], session_id: str) -> Path:
 
 
 def _duration_ms(older_than: Any) -> int:
-    if isinstance(older_than, datetime.timedelta):
-        return int(older_than.total_seconds() * 1000)
-    if type(older_than) is int and older_than >= 0:
-        return older_than
-    raise TypeError(f"older_than must be a timedelta or an int of ms >= 0, got {older_than!r}")
+    try:
+        return duration_ms(older_than)
+    except TypeError as exc:
+        raise TypeError(f"older_than {exc}") from None
 
 
 def _fsync_dir(directory: Path) -> None:
