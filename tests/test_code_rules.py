@@ -33,7 +33,6 @@ DEBT: dict[str, str] = {
     "module harness/adapters.py": "#35 item 10: being split",
     "module harness/loop.py": "#35 item 10: being split",
     "module integrations/claude_agent_sdk.py": "#35 item 10: being split",
-    "module service.py": "#35 item 10: being split",
     "module store/postgres.py": "#34 item 4: store/ as two drivers over one plan",
     "module store/reads.py": "#34 item 4: store/ as two drivers over one plan",
     "module store/sqlite.py": "#34 item 4: store/ as two drivers over one plan",
