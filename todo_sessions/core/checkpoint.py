@@ -94,10 +94,11 @@ class LiveState:
         surface rules), a ``todo/write`` list that is not one."""
         todos = None
         if event.type == TODO_WRITE:
-            with contextlib.suppress(InvalidEventError):
+            with contextlib.suppress(InvalidEventError):  # not a list: the plan stays
                 todos = todos_from_payload(event.payload, seq=event.seq)
-        with contextlib.suppress(InvalidEventError):
-            self.surface.apply(event)
+        if event.surface_op is not None or event.source_event_seqs is not None:
+            with contextlib.suppress(InvalidEventError):  # an op it cannot take: it stays
+                self.surface.apply(event)
         self._advance(event, todos)
 
     def _advance(self, event: SessionEvent, todos: list[TodoItem] | None) -> None:
