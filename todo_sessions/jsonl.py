@@ -14,7 +14,6 @@ byte-identical.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +21,11 @@ from typing import Any
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.envelope import SessionEvent
 from .core.header import KIND, SessionHeader, header_line, shown
-from .core.jsonvalue import LosslessJSONError, decode_json
+from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
+from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
 from .errors import ImportLimitError, InvalidEventError, StructureError
 from .filecheck import (
     MAX_BYTES,
@@ -176,7 +176,7 @@ def _unpacked(
             continue
         try:
             for wire in _expand_row(row):
-                yield number, json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+                yield number, canonical_json(wire)
         except (KeyError, TypeError, ValueError) as exc:
             raise _fail(number, f"malformed {row.get('type')} row: {exc}") from None
 
@@ -207,7 +207,7 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             chunk["text"] = part
         yield {
-            "type": "assistant/chunk",
+            "type": ASSISTANT_CHUNK,
             "seq": seq + k,
             "time": time,
             "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
@@ -319,7 +319,7 @@ def reference_header_line(header: SessionHeader) -> str:
         value = getattr(header, ours)
         if value is not None:
             head[theirs] = value
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(head)
 
 
 def _reference_event(event: SessionEvent, headers_seen: int) -> str:
@@ -327,7 +327,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
     type the reference does not know (our session/meta, an embedder's) marked ignorable."""
     from .core.vocabulary import REFERENCE_EVENT_TYPES
 
-    if event.type == "request/header" and is_legacy_request_header(event.data):
+    if event.type == REQUEST_HEADER and is_legacy_request_header(event.data):
         reason = "initial" if headers_seen == 0 else "change"
         data = upcast_request_header(event.data, reason=reason)
         return event.replace(data=data).to_json()
@@ -338,7 +338,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
 
 def _packable(event: SessionEvent) -> str | None:
     """The chunk type of an ``assistant/chunk`` the reference would pack, else None."""
-    if event.type != "assistant/chunk" or event.surface_op is not None or event.ignorable:
+    if event.type != ASSISTANT_CHUNK or event.surface_op is not None or event.ignorable:
         return None
     data = event.data
     if set(data) != {"turn", "step", "chunk"} or type(data["turn"]) is not int:
@@ -394,7 +394,7 @@ def _row(run: list[SessionEvent]) -> str:
         data["texts"] = [e.data["chunk"]["text"] for e in run]
         tag = "text-chunks" if kind == "text-delta" else "reasoning-chunks"
     row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(row)
 
 
 async def reference_lines(
@@ -431,7 +431,7 @@ async def reference_lines(
         for line in flush():
             yield line
         yield _reference_event(event, headers_seen)
-        if event.type == "request/header":
+        if event.type == REQUEST_HEADER:
             headers_seen += 1
     for line in flush():
         yield line

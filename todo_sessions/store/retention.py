@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from ..core.moments import duration_ms
 from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
 from .archives import (
     ARCHIVE_SUFFIX,
@@ -54,11 +55,10 @@ _PRUNE_LEASE_TTL = 300.0
 
 
 def _duration_ms(older_than: Any) -> int:
-    if isinstance(older_than, datetime.timedelta):
-        return int(older_than.total_seconds() * 1000)
-    if type(older_than) is int and older_than >= 0:
-        return older_than
-    raise TypeError(f"older_than must be a timedelta or an int of ms >= 0, got {older_than!r}")
+    try:
+        return duration_ms(older_than)
+    except TypeError as exc:
+        raise TypeError(f"older_than {exc}") from None
 
 
 class Retention(Finding, Leasing):
