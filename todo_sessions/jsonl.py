@@ -26,9 +26,8 @@ from .core.envelope import SessionEvent
 from .core.header import SessionHeader, shown
 from .core.jsonvalue import LosslessJSONError, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
-from .core.structure import StructureChecker
-from .core.surface import SurfaceState
-from .errors import InvalidEventError, StructureError
+from .core.verify import LogChecker, errors_of
+from .errors import InvalidEventError
 from .store.codec import event_row, header_row
 from .store.store import SessionStore
 
@@ -327,9 +326,11 @@ def parse_lines(
     max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> tuple[SessionHeader, list[SessionEvent]]:
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
-    line number. Each event is checked as an append would check it (payload, surface rules)
-    and against the turn/step structure, so what imports is what `verify` accepts. A line
-    over ``max_line_bytes`` (None: no limit) is refused before it is parsed."""
+    line number. Each event is checked by the rules `verify` applies (`core.verify.LogChecker`:
+    payload, turn/step structure, every tool call answered when its turn closes, surface
+    rules), so what imports is exactly what `verify` accepts (a last turn left open is both:
+    `load` closes it). A line over ``max_line_bytes`` (None: no limit) is refused before it is
+    parsed."""
     numbered = numbered_lines(lines, max_line_bytes)
     first = next(numbered, None)
     if first is None:
@@ -338,14 +339,11 @@ def parse_lines(
     if _is_reference_header(first[1]):
         numbered = _unpacked(numbered)
     events: list[SessionEvent] = []
-    surface = SurfaceState(build_messages=False)
-    structure = StructureChecker()
+    log = LogChecker()
     for number, event in event_lines(numbered, first_seq=0):
-        try:
-            surface.apply(event)
-            structure.apply(event)
-        except (InvalidEventError, StructureError) as exc:
-            raise _fail(number, str(exc)) from None
+        errors = errors_of(log.check(event, validated=True))
+        if errors:
+            raise _fail(number, errors[0].message)
         events.append(event)
         if progress is not None:
             progress(1)
