@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -50,6 +51,7 @@ from .errors import (
 from .recovery import default_recovery_dir, write_recovery_file
 from .session import Session, wall_clock_ms
 from .store.leases import Lease
+from .store.loops import AnyLoopLock
 from .store.store import SessionStore
 
 __all__ = ["SessionService"]
@@ -77,17 +79,32 @@ class _Live:
         """The session's events below this seq are stored."""
         self.checkpointed = flushed
         """The seq of the newest projection checkpoint written (or of the start)."""
-        self.lock = asyncio.Lock()
-        self.inflight: asyncio.Future[str] | None = None
+        self.lock = AnyLoopLock()  # flushes may come from any thread and event loop
+        self.inflight: Future[None] | None = None
+        """Settled when the store append under way ends (thread-safe: any loop waits on it)."""
         self.lease = lease
         self.lost: LeaseLostError | None = None
 
-    def settle(self, write: asyncio.Future[str], count: int) -> None:
-        """Record a finished store append (it may outlive a cancelled flush)."""
-        if self.inflight is write:
-            self.inflight = None
-        if not write.cancelled() and write.exception() is None:
-            self.flushed += count
+    def start(self, write: asyncio.Future[str], count: int) -> None:
+        """Track a store append (it may outlive a cancelled flush): its outcome is recorded
+        when it ends, whoever still awaits it."""
+        ended: Future[None] = Future()
+        ended.set_running_or_notify_cancel()
+        self.inflight = ended
+
+        def settle(write: asyncio.Future[str]) -> None:
+            if not write.cancelled() and write.exception() is None:
+                self.flushed += count
+            if self.inflight is ended:
+                self.inflight = None
+            ended.set_result(None)
+
+        write.add_done_callback(settle)
+
+    async def settled(self) -> None:
+        """Wait (on any loop) for the store append under way, if any, to end."""
+        if self.inflight is not None:
+            await asyncio.shield(asyncio.wrap_future(self.inflight))
 
 
 class SessionService:
@@ -146,6 +163,7 @@ class SessionService:
         self.owner = owner or f"service-{uuid.uuid4().hex[:16]}"
         self._live: dict[str, _Live] = {}
         self._renewer: asyncio.Task[None] | None = None
+        self._timers_lock = threading.Lock()
         self.last_flush_error: BaseException | None = None
 
     async def __aenter__(self) -> Self:
@@ -163,14 +181,23 @@ class SessionService:
     # -- owning sessions ------------------------------------------------------------------------
 
     def _own(self, session: Session, flushed: int, lease: Lease | None) -> Session:
-        if session.id in self._live:
+        live = _Live(session, flushed, lease)
+        if self._live.setdefault(session.id, live) is not live:  # one step: threads may race
             raise SessionExistsError(session.id)
-        self._live[session.id] = _Live(session, flushed, lease)
         if not self.retain_events:
             session.release_stored(flushed)
-        if self.flush_interval is not None and (self._flusher is None or self._flusher.done()):
-            self._flusher = asyncio.create_task(self._flush_on_timer(self.flush_interval))
+        self._keep_timers()
         return session
+
+    def _keep_timers(self) -> None:
+        """Start the flush timer and the lease renewer on this loop unless they run: not yet,
+        or not any more (the loop that ran them ended; threads with loops of their own may
+        share a service)."""
+        with self._timers_lock:
+            if self.flush_interval is not None and _ended(self._flusher):
+                self._flusher = asyncio.create_task(self._flush_on_timer(self.flush_interval))
+            if self.leases and _ended(self._renewer):
+                self._renewer = asyncio.create_task(self._renew_leases())
 
     async def _flush_on_timer(self, interval: float) -> None:
         """Flush whatever is queued every ``interval`` seconds (followers see it soon). A
@@ -187,12 +214,9 @@ class SessionService:
     async def _lease(self, session_id: str, *, steal: bool = False) -> Lease | None:
         if not self.leases:
             return None
-        lease = await self.store.acquire_lease(
+        return await self.store.acquire_lease(
             session_id, self.owner, ttl=self.lease_ttl, steal=steal
         )
-        if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew_leases())
-        return lease
 
     async def _give_back(self, lease: Lease | None) -> None:
         if lease is not None:
@@ -319,21 +343,21 @@ class SessionService:
         (shielded) and its outcome is recorded whether or not anyone still awaits it.
         """
         ids = [session_id] if session_id is not None else list(self._live)
+        if ids:
+            self._keep_timers()
         for sid in ids:
             live = self._live.get(sid)
             if live is None:
                 raise SessionNotFoundError(sid, "not live in this service")
             async with live.lock:
-                if live.inflight is not None:  # a cancelled flush may still be writing
-                    await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
+                await live.settled()  # a cancelled flush may still be writing
                 events = live.session.events_from(live.flushed)
                 if not events:
                     continue
                 if live.lost is not None:
                     raise live.lost
                 write = asyncio.ensure_future(self.store.append(sid, events, lease=live.lease))
-                live.inflight = write
-                write.add_done_callback(functools.partial(live.settle, count=len(events)))
+                live.start(write, len(events))
                 try:
                     await asyncio.shield(write)
                 except SeqConflictError:
@@ -477,8 +501,7 @@ class SessionService:
         if live is None:
             raise SessionNotFoundError(session_id, "not live in this service")
         async with live.lock:
-            if live.inflight is not None:
-                await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
+            await live.settled()
             del self._live[session_id]
             path = self._save_unstored(live)
         if live.lost is None:
@@ -523,16 +546,9 @@ class SessionService:
                     count = live.session.next_seq - live.flushed
                     errors.append(EventsNotStoredError(sid, count, str(path), failure))
         finally:
-            if self._flusher is not None:
-                self._flusher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._flusher
-                self._flusher = None
-            if self._renewer is not None:
-                self._renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._renewer
-                self._renewer = None
+            timers, self._flusher, self._renewer = (self._flusher, self._renewer), None, None
+            for timer in timers:
+                await _stop(timer)
             await self.store.aclose()
         if errors:
             raise ExceptionGroup("some live sessions could not be stored", errors)
@@ -554,3 +570,23 @@ class SessionService:
             except TodoSessionsError as exc:  # lease lost, seq conflict, deleted: final
                 self.last_flush_error = exc
                 return exc
+
+
+def _ended(timer: asyncio.Task[None] | None) -> bool:
+    """Whether a timer task needs starting (again): none yet, done, or on a loop that is closed
+    (a service may be used from several threads and loops; the timer runs on one of them)."""
+    return timer is None or timer.done() or timer.get_loop().is_closed()
+
+
+async def _stop(timer: asyncio.Task[None] | None) -> None:
+    """Cancel a timer task: on this loop, and wait for it; on another, on that loop."""
+    if timer is None or timer.done():
+        return
+    loop = timer.get_loop()
+    if loop is not asyncio.get_running_loop():
+        with contextlib.suppress(RuntimeError):  # that loop is closed: the timer never runs
+            loop.call_soon_threadsafe(timer.cancel)
+        return
+    timer.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await timer
