@@ -162,7 +162,8 @@ class StoreCore:
                     break
                 waiting = self._opening
                 if waiting is None:
-                    self._opening = opening = Future()
+                    opening: Future[None] = Future()
+                    self._opening = opening
                     opening.set_running_or_notify_cancel()  # a waiter cancelled cannot cancel it
             if waiting is not None:
                 await asyncio.wrap_future(waiting)  # then look again: it may have failed

@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
 
 __all__ = ["AnyLoopLock", "PerLoop"]
 
@@ -45,7 +46,9 @@ class PerLoop(Generic[T]):
     """``make()`` once per event loop that asks (`get`), ``close(item)`` on that loop at the
     end: when the loop shuts down, or at `aclose`."""
 
-    def __init__(self, make: Callable[[], T], close: Callable[[T], Awaitable[None]]) -> None:
+    def __init__(
+        self, make: Callable[[], T], close: Callable[[T], Coroutine[Any, Any, None]]
+    ) -> None:
         self._make = make
         self._close = close
         self._lock = threading.Lock()
@@ -101,7 +104,9 @@ class PerLoop(Generic[T]):
             if entry.loop is here:
                 await self._close(entry.item)
                 continue
-            future = asyncio.run_coroutine_threadsafe(self._close(entry.item), entry.loop)
+            future: Future[None] = asyncio.run_coroutine_threadsafe(
+                self._close(entry.item), entry.loop
+            )
             with contextlib.suppress(Exception):  # that loop stopped, or is stuck: leave it
                 await asyncio.wait_for(asyncio.wrap_future(future), CLOSE_WAIT)
         with self._lock:
