@@ -138,7 +138,7 @@ def test_import_accepts_only_what_verify_accepts(tmp_path: Path) -> None:
     target = str(tmp_path / "target.db")
     refused = runner.invoke(main, ["--db", target, "import", str(path)])
     assert refused.exit_code == 1
-    assert "does not verify" in refused.stderr and "unanswered" in refused.stderr
+    assert "line 8: turn 1 closed with tool call 'c1' unanswered" in refused.stderr
     assert json.loads(runner.invoke(main, ["--db", target, "list", "--json"]).stdout) == []
     # a healthy export, and one whose last turn is still open (interrupted), import
     with SyncSessionStore(source) as store:

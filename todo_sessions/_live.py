@@ -3,15 +3,17 @@ write to the store, and the recovery file of what could not be stored.
 
 The session's events below ``flushed`` are stored; the rest are queued. `LiveEntry.write`
 appends queued events (shielded: a cancelled flush never loses track of a write, whose outcome
-`settle` records whoever still awaits it), and `LiveEntry.save_unstored` writes what is still
-queued to a recovery file (`todo_sessions.recovery`) when the service gives the session up.
+`start` records whoever still awaits it; any thread's loop may wait for it), and
+`LiveEntry.save_unstored` writes what is still queued to a recovery file
+(`todo_sessions.recovery`) when the service gives the session up.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import logging
+from concurrent.futures import Future
 from pathlib import Path
 
 from .core.envelope import SessionEvent
@@ -19,9 +21,10 @@ from .errors import LeaseLostError, SeqConflictError
 from .recovery import default_recovery_dir, write_recovery_file
 from .session import Session
 from .store.leases import Lease
+from .store.loops import AnyLoopLock
 from .store.store import SessionStore
 
-__all__ = ["LiveEntry"]
+__all__ = ["LiveEntry", "stop_timer", "timer_ended"]
 
 logger = logging.getLogger("todo_sessions.service")
 
@@ -37,17 +40,32 @@ class LiveEntry:
         """The session's events below this seq are stored."""
         self.checkpointed = flushed
         """The seq of the newest projection checkpoint written (or of the start)."""
-        self.lock = asyncio.Lock()
-        self.inflight: asyncio.Future[str] | None = None
+        self.lock = AnyLoopLock()  # flushes may come from any thread and event loop
+        self.inflight: Future[None] | None = None
+        """Settled when the store append under way ends (thread-safe: any loop waits on it)."""
         self.lease = lease
         self.lost: LeaseLostError | None = None
 
-    def settle(self, write: asyncio.Future[str], count: int) -> None:
-        """Record a finished store append (it may outlive a cancelled flush)."""
-        if self.inflight is write:
-            self.inflight = None
-        if not write.cancelled() and write.exception() is None:
-            self.flushed += count
+    def start(self, write: asyncio.Future[str], count: int) -> None:
+        """Track a store append (it may outlive a cancelled flush): its outcome is recorded
+        when it ends, whoever still awaits it."""
+        ended: Future[None] = Future()
+        ended.set_running_or_notify_cancel()
+        self.inflight = ended
+
+        def settle(write: asyncio.Future[str]) -> None:
+            if not write.cancelled() and write.exception() is None:
+                self.flushed += count
+            if self.inflight is ended:
+                self.inflight = None
+            ended.set_result(None)
+
+        write.add_done_callback(settle)
+
+    async def settled(self) -> None:
+        """Wait (on any loop) for the store append under way, if any, to end."""
+        if self.inflight is not None:
+            await asyncio.shield(asyncio.wrap_future(self.inflight))
 
     async def write(self, store: SessionStore, events: list[SessionEvent]) -> None:
         """Append ``events`` (the queued ones) under the lease; raises what the store raised.
@@ -57,8 +75,7 @@ class LiveEntry:
         outcome back): what is stored already counts as flushed and the rest is appended."""
         sid = self.session.id
         write = asyncio.ensure_future(store.append(sid, events, lease=self.lease))
-        self.inflight = write
-        write.add_done_callback(functools.partial(self.settle, count=len(events)))
+        self.start(write, len(events))
         try:
             await asyncio.shield(write)
         except SeqConflictError:
@@ -97,3 +114,23 @@ async def _stored_already(store: SessionStore, session_id: str, events: list[Ses
     if not stored or [e.to_json() for e in stored] != [e.to_json() for e in events[: len(stored)]]:
         return 0
     return len(stored)
+
+
+def timer_ended(timer: asyncio.Task[None] | None) -> bool:
+    """Whether a timer task needs starting (again): none yet, done, or on a loop that is closed
+    (a service may be used from several threads and loops; the timer runs on one of them)."""
+    return timer is None or timer.done() or timer.get_loop().is_closed()
+
+
+async def stop_timer(timer: asyncio.Task[None] | None) -> None:
+    """Cancel a timer task: on this loop, and wait for it; on another, on that loop."""
+    if timer is None or timer.done():
+        return
+    loop = timer.get_loop()
+    if loop is not asyncio.get_running_loop():
+        with contextlib.suppress(RuntimeError):  # that loop is closed: the timer never runs
+            loop.call_soon_threadsafe(timer.cancel)
+        return
+    timer.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await timer

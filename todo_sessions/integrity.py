@@ -171,13 +171,15 @@ async def verify_session(
             Problem(None, "search-index", text, warning=True)
             for text in await store.search_index_problems(session_id, events)
         ]
-    if not problems and interrupted_turn_closers(events, session_id=session_id):
+    if not errors_of(problems) and interrupted_turn_closers(events, session_id=session_id):
+        # A valid log (it imports): a warning, as a crash or a writer at work leaves it
         problems.append(
             Problem(
                 events[-1].seq,
                 "interrupted",
                 "the last turn is still open: the session was interrupted (or is being written "
                 "right now); `load` (or resuming it) closes the turn",
+                warning=True,
             )
         )
     return problems

@@ -23,10 +23,9 @@ from .core.envelope import SessionEvent
 from .core.header import KIND, SessionHeader, header_line, shown
 from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
-from .core.structure import StructureChecker
-from .core.surface import SurfaceState
 from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
-from .errors import ImportLimitError, InvalidEventError, StructureError
+from .core.verify import LogChecker, Problem, errors_of
+from .errors import ImportLimitError, InvalidEventError
 from .filecheck import (
     MAX_BYTES,
     MAX_EVENTS,
@@ -214,6 +213,16 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         }
 
 
+def _refused(line: int, event: SessionEvent, problem: Problem) -> InvalidEventError:
+    """The error of a line whose event `verify` would refuse, naming the line, type and seq."""
+    return InvalidEventError(
+        f"line {line}: {problem.message}",
+        event_type=event.type,
+        seq=event.seq if problem.seq is None else problem.seq,
+        field=f"line {line}",
+    )
+
+
 def parse_lines(
     lines: Iterable[str | bytes],
     *,
@@ -224,12 +233,13 @@ def parse_lines(
     chain_of: SessionStore | None = None,
 ) -> tuple[SessionHeader, list[SessionEvent]]:
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
-    line number. Each event is checked as an append would check it (payload, surface rules)
-    and against the turn/step structure, so what imports is what `verify` accepts. A line
-    over ``max_line_bytes`` is refused before it is parsed; more than ``max_bytes`` of lines
-    in all or more than ``max_events`` events is an `ImportLimitError` (each: None, no
-    limit). ``chain_of``: a store whose chain key the file's chain value is checked with
-    (`check_file_chain`), as `import_lines` does."""
+    line number. Each event is checked by the rules `verify` applies (`core.verify.LogChecker`:
+    payload, turn/step structure, every tool call answered when its turn closes, surface
+    rules), so what imports is exactly what `verify` accepts (a last turn left open is both:
+    `load` closes it). A line over ``max_line_bytes`` is refused before it is parsed; more
+    than ``max_bytes`` of lines in all or more than ``max_events`` events is an
+    `ImportLimitError` (each: None, no limit). ``chain_of``: a store whose chain key the
+    file's chain value is checked with (`check_file_chain`), as `import_lines` does."""
     numbered = numbered_lines(lines, max_line_bytes, max_bytes)
     first = next(numbered, None)
     if first is None:
@@ -238,17 +248,14 @@ def parse_lines(
     if _is_reference_header(first[1]):
         numbered = _unpacked(numbered, max_events)
     events: list[SessionEvent] = []
-    surface = SurfaceState(build_messages=False)
-    structure = StructureChecker()
+    log = LogChecker()
     for number, event in event_lines(numbered, first_seq=0):
         if max_events is not None and len(events) >= max_events:
             detail = f"line {number}: the file holds more than {max_events} events"
             raise ImportLimitError("max_events", max_events, detail)
-        try:
-            surface.apply(event)
-            structure.apply(event)
-        except (InvalidEventError, StructureError) as exc:
-            raise _fail(number, str(exc), exc) from None
+        errors = errors_of(log.check(event, validated=True))
+        if errors:
+            raise _refused(number, event, errors[0])
         events.append(event)
         if progress is not None:
             progress(1)

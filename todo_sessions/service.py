@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from ._live import LiveEntry
+from ._live import LiveEntry, stop_timer, timer_ended
 from .core.compaction import DEFAULT_PLACEHOLDER, CompactionResult, PruneResult
 from .core.header import SessionHeader
 from .errors import (
@@ -121,6 +122,7 @@ class SessionService:
         self.owner = owner or f"service-{uuid.uuid4().hex[:16]}"
         self._live: dict[str, LiveEntry] = {}
         self._renewer: asyncio.Task[None] | None = None
+        self._timers_lock = threading.Lock()
         self.last_flush_error: BaseException | None = None
 
     async def __aenter__(self) -> Self:
@@ -138,14 +140,23 @@ class SessionService:
     # -- owning sessions ------------------------------------------------------------------------
 
     def _own(self, session: Session, flushed: int, lease: Lease | None) -> Session:
-        if session.id in self._live:
+        live = LiveEntry(session, flushed, lease)
+        if self._live.setdefault(session.id, live) is not live:  # one step: threads may race
             raise SessionExistsError(session.id)
-        self._live[session.id] = LiveEntry(session, flushed, lease)
         if not self.retain_events:
             session.release_stored(flushed)
-        if self.flush_interval is not None and (self._flusher is None or self._flusher.done()):
-            self._flusher = asyncio.create_task(self._flush_on_timer(self.flush_interval))
+        self._keep_timers()
         return session
+
+    def _keep_timers(self) -> None:
+        """Start the flush timer and the lease renewer on this loop unless they run: not yet,
+        or not any more (the loop that ran them ended; threads with loops of their own may
+        share a service)."""
+        with self._timers_lock:
+            if self.flush_interval is not None and timer_ended(self._flusher):
+                self._flusher = asyncio.create_task(self._flush_on_timer(self.flush_interval))
+            if self.leases and timer_ended(self._renewer):
+                self._renewer = asyncio.create_task(self._renew_leases())
 
     async def _flush_on_timer(self, interval: float) -> None:
         """Flush whatever is queued every ``interval`` seconds (followers see it soon). A
@@ -162,12 +173,9 @@ class SessionService:
     async def _lease(self, session_id: str, *, steal: bool = False) -> Lease | None:
         if not self.leases:
             return None
-        lease = await self.store.acquire_lease(
+        return await self.store.acquire_lease(
             session_id, self.owner, ttl=self.lease_ttl, steal=steal
         )
-        if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew_leases())
-        return lease
 
     async def _give_back(self, lease: Lease | None) -> None:
         if lease is not None:
@@ -294,13 +302,14 @@ class SessionService:
         (shielded) and its outcome is recorded whether or not anyone still awaits it.
         """
         ids = [session_id] if session_id is not None else list(self._live)
+        if ids:
+            self._keep_timers()
         for sid in ids:
             live = self._live.get(sid)
             if live is None:
                 raise SessionNotFoundError(sid, "not live in this service")
             async with live.lock:
-                if live.inflight is not None:  # a cancelled flush may still be writing
-                    await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
+                await live.settled()  # a cancelled flush may still be writing
                 events = live.session.events_from(live.flushed)
                 if not events:
                     continue
@@ -426,8 +435,7 @@ class SessionService:
         if live is None:
             raise SessionNotFoundError(session_id, "not live in this service")
         async with live.lock:
-            if live.inflight is not None:
-                await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
+            await live.settled()
             del self._live[session_id]
             path = live.save_unstored(self.recovery_dir)
         if live.lost is None:
@@ -456,16 +464,9 @@ class SessionService:
                     count = live.session.next_seq - live.flushed
                     errors.append(EventsNotStoredError(sid, count, str(path), failure))
         finally:
-            if self._flusher is not None:
-                self._flusher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._flusher
-                self._flusher = None
-            if self._renewer is not None:
-                self._renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._renewer
-                self._renewer = None
+            timers, self._flusher, self._renewer = (self._flusher, self._renewer), None, None
+            for timer in timers:
+                await stop_timer(timer)
             await self.store.aclose()
         if errors:
             raise ExceptionGroup("some live sessions could not be stored", errors)

@@ -18,7 +18,7 @@ from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
 
-__all__ = ["Problem", "errors_of", "verify_events"]
+__all__ = ["LogChecker", "Problem", "errors_of", "verify_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Problem:
     """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered``; from the store
     (`todo_sessions.integrity`) also ``corrupt`` (a row that cannot be decoded, a missing seq,
     an invalid stored todo list), ``format`` (an unknown, non-ignorable event type),
-    ``past-end`` (rows past the stored end), ``interrupted`` (the last turn is open),
+    ``past-end`` (rows past the stored end), ``interrupted`` (a warning: the last turn is open),
     ``orphan`` (events without a session row), ``lost`` (events the store acknowledged that
     the database no longer has: `AcknowledgedEventsLostError`), ``database`` (the database's
     own check), ``chain`` (the hash chain breaks there: `SessionStore.chain_break`) and
@@ -45,6 +45,73 @@ class Problem:
         return f"{where}[{label}] {self.message}"
 
 
+class LogChecker:
+    """The rules a whole log must meet, checked one event at a time: what `verify_events`
+    reports (every problem) and what the JSONL import refuses (at the first error, `errors_of`),
+    so that ``import`` and ``verify`` accept exactly the same logs.
+
+    `check` returns the problems of the next event and folds it. Its payload (unless
+    ``validated``: the caller ran `validate_event`), the turn/step rules (`StructureChecker`),
+    every tool call of a turn answered when it closes, the surface rules (`SurfaceState`,
+    messages built), and a warning for a surface replace that cuts a tool call from its result.
+    After a structure error, later structure verdicts would only echo it: they are not made.
+    """
+
+    __slots__ = ("structure", "structure_ok", "surface", "trusted")
+
+    def __init__(self) -> None:
+        self.structure = StructureChecker()
+        self.surface = SurfaceState(build_messages=True)
+        self.structure_ok = True
+        self.trusted = True
+        """False once events are missing (unreadable rows): the structure and answered-call
+        verdicts stop there."""
+
+    def check(self, event: SessionEvent, *, validated: bool = False) -> list[Problem]:
+        """The problems of ``event`` appended next (empty: none), which is then folded."""
+        if not validated:
+            try:
+                validate_event(event)
+            except InvalidEventError as exc:
+                self.structure.advance(event)
+                return [Problem(event.seq, "payload", str(exc))]
+        problems = self._structure_problems(event) if self.trusted else []
+        self.structure.advance(event)
+        # A replace other than a result rewrite (which keeps its call id) may cut a tool call
+        # from its result (docs/format.md, "Compaction").
+        cut = (
+            replacement_cut(self.surface, event)
+            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
+            else None
+        )
+        try:
+            self.surface.apply(event)
+        except InvalidEventError as exc:
+            problems.append(Problem(event.seq, "surface", str(exc)))
+        else:
+            if cut is not None:
+                message = f"surface replace {_span(event)}: {cut}"
+                problems.append(Problem(event.seq, "surface", message, warning=True))
+        return problems
+
+    def _structure_problems(self, event: SessionEvent) -> list[Problem]:
+        checker = self.structure
+        problems = []
+        if event.type == "turn/end" and checker.open_turn is not None:
+            for call in checker.unanswered_calls():
+                message = (
+                    f"turn {checker.open_turn} closed with tool call {call.call_id!r} unanswered"
+                )
+                problems.append(Problem(event.seq, "unanswered", message))
+        if self.structure_ok:
+            try:
+                checker.check(event)
+            except StructureError as exc:
+                problems.append(Problem(event.seq, "structure", str(exc)))
+                self.structure_ok = False
+        return problems
+
+
 def verify_events(
     events: Sequence[SessionEvent], *, unreadable: Collection[int] = ()
 ) -> list[Problem]:
@@ -56,10 +123,7 @@ def verify_events(
     surface checks go on to the end.
     """
     problems: list[Problem] = []
-    checker = StructureChecker()
-    surface = SurfaceState(build_messages=True)
-    structure_ok = True
-    trusted = True
+    log = LogChecker()
     expected = 0
     for event in events:
         if event.seq < expected:  # a repeated seq: report it, fold only the first copy
@@ -68,49 +132,12 @@ def verify_events(
         if event.seq != expected:
             missing = range(expected, event.seq)
             if missing and all(seq in unreadable for seq in missing):
-                trusted = False
+                log.trusted = False
             else:
                 problems.append(Problem(event.seq, "seq", f"expected seq {expected}"))
-            checker.next_seq = event.seq  # resync: report the gap once, not at every event
+            log.structure.next_seq = event.seq  # resync: report the gap once, not at every event
         expected = event.seq + 1
-        try:
-            validate_event(event)
-        except InvalidEventError as exc:
-            problems.append(Problem(event.seq, "payload", str(exc)))
-            checker.advance(event)
-            continue
-        if trusted and event.type == "turn/end" and checker.open_turn is not None:
-            for call in checker.unanswered_calls():
-                problems.append(
-                    Problem(
-                        event.seq,
-                        "unanswered",
-                        f"turn {checker.open_turn} closed with tool call {call.call_id!r} "
-                        "unanswered",
-                    )
-                )
-        if structure_ok and trusted:
-            try:
-                checker.check(event)
-            except StructureError as exc:
-                problems.append(Problem(event.seq, "structure", str(exc)))
-                structure_ok = False  # later structure errors would only be echoes of this one
-        checker.advance(event)
-        # A replace other than a result rewrite (which keeps its call id) may cut a tool call
-        # from its result (docs/format.md, "Compaction").
-        cut = (
-            replacement_cut(surface, event)
-            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
-            else None
-        )
-        try:
-            surface.apply(event)
-        except InvalidEventError as exc:
-            problems.append(Problem(event.seq, "surface", str(exc)))
-        else:
-            if cut is not None:
-                message = f"surface replace {_span(event)}: {cut}"
-                problems.append(Problem(event.seq, "surface", message, warning=True))
+        problems += log.check(event)
     return problems
 
 

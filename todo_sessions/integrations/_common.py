@@ -11,9 +11,12 @@ up where the log is.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
+import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self
@@ -43,6 +46,25 @@ def iso_ms(value: Any, default: int) -> int:
         except ValueError:
             return default
     return default
+
+
+class LoopLocks:
+    """``locks(key)``: the running event loop's `asyncio.Lock` for ``key`` (an asyncio lock
+    belongs to one loop; an adapter may be shared by threads that each run their own)."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+        self._guard = threading.Lock()
+
+    def __call__(self, key: str) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            locks = self._locks.get(loop)
+            if locks is None:
+                locks = self._locks[loop] = {}
+            return locks.setdefault(key, asyncio.Lock())
 
 
 class StoreHandle:

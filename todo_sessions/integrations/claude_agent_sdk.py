@@ -18,7 +18,6 @@ metadata by a ``session/meta`` event of the same append, so in the same transact
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -48,7 +47,16 @@ from ..errors import (
     StoreBusyError,
 )
 from ..store.store import SessionStore
-from ._common import MAX_TRIES, Batch, LogState, StoreHandle, iso_ms, list_all, now_ms
+from ._common import (
+    MAX_TRIES,
+    Batch,
+    LogState,
+    LoopLocks,
+    StoreHandle,
+    iso_ms,
+    list_all,
+    now_ms,
+)
 
 __all__ = ["TodoSessionsStore", "project_tag", "session_id_for"]
 
@@ -341,7 +349,9 @@ class TodoSessionsStore:
         self._handle = StoreHandle(store_or_url)
         self.cwd = cwd
         self._states: dict[str, _ClaudeState] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = LoopLocks()
+        """Appends to one session from one event loop queue up; appends from other threads
+        and loops race through the store's seq check, and the loser is built again."""
 
     @property
     def store(self) -> SessionStore:
@@ -361,12 +371,19 @@ class TodoSessionsStore:
     # -- state --------------------------------------------------------------------------------
 
     async def _state(self, session_id: str) -> _ClaudeState:
-        """The fold of the stored log, brought up to date with what others appended."""
-        state = self._states.get(session_id)
-        if state is None:
-            state = self._states[session_id] = _ClaudeState()
+        """The fold of the stored log, brought up to date with what others appended. A fold,
+        once cached, is never changed (a newer one replaces it), so the threads and event
+        loops that share this adapter read it at once: never change what this returns."""
+        cached = self._states.get(session_id)
+        events: list[SessionEvent] = []
         with contextlib.suppress(SessionNotFoundError):
-            state.advance_all(await self.store.read_from(session_id, state.next_seq))
+            start = 0 if cached is None else cached.next_seq
+            events = await self.store.read_from(session_id, start)
+        if cached is not None and not events:
+            return cached
+        state = _ClaudeState() if cached is None else cached.copy()
+        state.advance_all(events)
+        self._states[session_id] = state
         return state
 
     # -- the protocol ---------------------------------------------------------------------------
@@ -389,8 +406,7 @@ class TodoSessionsStore:
         if not entries:
             return
         sid = session_id_for(key)
-        lock = self._locks.setdefault(sid, asyncio.Lock())
-        async with lock:
+        async with self._locks(sid):
             for _ in range(MAX_TRIES):
                 state = (await self._state(sid)).copy()
                 batch = self._build(state, key, project, session, subpath, entries)

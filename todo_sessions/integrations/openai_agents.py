@@ -148,8 +148,10 @@ class TodoSessionsSession:
 
     ``session_id`` is also the id of the session in the store (so ``todo-sessions todos
     SESSION_ID`` shows its plan). ``store_or_url`` is a `SessionStore` (left open by `close`)
-    or a database URL or path (opened by the session, closed by `close`). A PostgreSQL store
-    belongs to the event loop that opened it: use the session from that loop.
+    or a database URL or path (opened by the session, closed by `close`). One session object
+    may be used from several threads, each with its own event loop, at once: it holds no
+    lock, and concurrent appends are ordered by the store (one that lost the race is built
+    again on the log as it is).
     """
 
     def __init__(
@@ -185,14 +187,21 @@ class TodoSessionsSession:
 
     async def _state(self) -> _ItemsState:
         """The fold of the log, brought up to date with what was appended since it was last
-        read (by anyone): one read of the new events only."""
-        state = self._cached
-        if state is None:
-            state = self._cached = _ItemsState()
+        read (by anyone): one read of the new events only. A fold, once cached, is never
+        changed (a newer one replaces it), so the threads and event loops that share this
+        session read it at once without a lock: never change what this returns."""
+        cached = self._cached
         try:
-            state.advance_all(await self.store.read_from(self.session_id, state.next_seq))
+            events = await self.store.read_from(
+                self.session_id, 0 if cached is None else cached.next_seq
+            )
         except SessionNotFoundError:
-            state = self._cached = _ItemsState()  # not stored (or deleted meanwhile)
+            events, cached = [], None  # not stored (or deleted meanwhile)
+        if cached is not None and not events:
+            return cached
+        state = _ItemsState() if cached is None else cached.copy()
+        state.advance_all(events)
+        self._cached = state
         return state
 
     async def _append(self, build: Any) -> Any:

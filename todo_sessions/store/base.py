@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
@@ -122,7 +124,11 @@ class StoreCore:
         self._pending: dict[str, SessionHeader] = {}
         self._checkers: dict[str, StructureChecker] = {}
         self._chained_next: dict[str, int] = {}  # `keying.remember`
-        self._open_lock = asyncio.Lock()
+        self._opening_lock = threading.Lock()
+        """Guards ``_opening`` and ``_closed`` (held around no ``await``): a store may be first
+        used from several threads at once, each with its own event loop."""
+        self._opening: Future[None] | None = None
+        """Settled when the open under way ends (a thread-safe future: any loop waits on it)."""
         self._closed = False
 
     @property
@@ -147,46 +153,65 @@ class StoreCore:
     async def open(self) -> Self:
         """Connect, check (and by default migrate) the schema. Idempotent.
 
-        On PostgreSQL the store belongs to the event loop that opened it (its connections do):
-        using it from another loop raises `StoreError`. SQLite stores work from any loop."""
-        if self._recorder is not None:
-            self._check_loop()
-            return self
-        async with self._open_lock:
-            if self._closed:
-                raise RuntimeError("this SessionStore is closed")
-            if self._recorder is not None:
-                self._check_loop()
-                return self
-            recorder = open_recorder(
-                self._target,
-                sqlite=self._sqlite,
-                pool_size=self._pool_size,
-                listen=self._listen,
-                namespace=self.namespace,
-                reconnect_timeout=self._reconnect_timeout,
-                replica=self._replica,
-                replica_wait=self._replica_wait,
-            )
+        A store works from any thread and event loop (PostgreSQL keeps a pool per loop);
+        calls that race to open it wait for the first, each on its own loop."""
+        while self._recorder is None:
+            with self._opening_lock:
+                if self._closed:
+                    raise RuntimeError("this SessionStore is closed")
+                if self._recorder is not None:
+                    break
+                waiting = self._opening
+                if waiting is None:
+                    opening: Future[None] = Future()
+                    self._opening = opening
+                    opening.set_running_or_notify_cancel()  # a waiter cancelled cannot cancel it
+            if waiting is not None:
+                await asyncio.wrap_future(waiting)  # then look again: it may have failed
+                continue
             try:
-                with translate_errors(f"opening {self.url}"):
-                    await recorder.open()
-                    store_id = await prepare_schema(
-                        recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
-                    )
-            except BaseException:
-                await recorder.close()
-                raise
-            self._store_id = store_id
-            self._loop: asyncio.AbstractEventLoop = asyncio.get_running_loop()
-            self._recorder = recorder
-            return self
+                await self._open_recorder()
+            finally:
+                with self._opening_lock:
+                    self._opening = None
+                opening.set_result(None)
+        return self
+
+    async def _open_recorder(self) -> None:
+        recorder = open_recorder(
+            self._target,
+            sqlite=self._sqlite,
+            pool_size=self._pool_size,
+            listen=self._listen,
+            namespace=self.namespace,
+            reconnect_timeout=self._reconnect_timeout,
+            replica=self._replica,
+            replica_wait=self._replica_wait,
+        )
+        try:
+            with translate_errors(f"opening {self.url}"):
+                await recorder.open()
+                store_id = await prepare_schema(
+                    recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
+                )
+        except BaseException:
+            await recorder.close()
+            raise
+        with self._opening_lock:
+            closed = self._closed
+            if not closed:
+                self._store_id = store_id
+                self._recorder = recorder
+        if closed:  # closed while opening
+            await recorder.close()
+            raise RuntimeError("this SessionStore is closed")
 
     async def aclose(self) -> None:
         """Finish appends already handed to the database, then close every connection and
         thread of the store. Pending (never appended) creates are forgotten."""
-        self._closed = True
-        recorder, self._recorder = self._recorder, None
+        with self._opening_lock:
+            self._closed = True
+            recorder, self._recorder = self._recorder, None
         if recorder is not None:
             await recorder.close()
 
@@ -208,28 +233,11 @@ class StoreCore:
             recorder = self._recorder
             if recorder is None:  # closed while opening
                 raise RuntimeError("this SessionStore is closed")
-        else:
-            self._check_loop()
         return recorder
 
     async def _backend(self) -> BackendRecorder:
         """The open recorder, with its maintenance hatch (`maintenance.run_maintenance`)."""
         return await self._ready()
-
-    def _check_loop(self) -> None:
-        """A PostgreSQL pool's connections belong to the loop that made them: refuse another
-        loop with a clear error rather than the driver's RuntimeError deep inside a query."""
-        recorder = self._recorder
-        if (
-            recorder is not None
-            and recorder.loop_bound
-            and asyncio.get_running_loop() is not self._loop
-        ):
-            raise StoreError(
-                f"this SessionStore ({self.url}) was opened on another event loop; its "
-                "PostgreSQL connections belong to that loop. Use one store per event loop, or "
-                "todo_sessions.sync (SyncSessionStore, SyncSessionService) from code without one"
-            )
 
     def _check_writable(self, what: str) -> None:
         if self.read_only:

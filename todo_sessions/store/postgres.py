@@ -45,6 +45,7 @@ import contextlib
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import exc as sa_exc
@@ -68,6 +69,7 @@ from .checkpoints import CheckpointWrite
 from .engine import HostChoice, StoreURL, make_pg_engine
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
+from .loops import PerLoop
 from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import WITHOUT_SNAPSHOT, CompiledRead
@@ -141,7 +143,7 @@ class PostgresRecorder(SnapshotReads):
     """The `Recorder` of a PostgreSQL database. See the module docstring."""
 
     dialect = "postgresql"
-    loop_bound = True
+    loop_bound = False  # engines per event loop (`_here`)
 
     def __init__(
         self,
@@ -161,8 +163,9 @@ class PostgresRecorder(SnapshotReads):
         self._listen = listen if listen is not None else None if target.pooler else target
         self._pool_size = pool_size
         self._max_overflow = max_overflow
-        self._engine: AsyncEngine | None = None
-        self._listener: PgListener | None = None
+        self._loops: PerLoop[_LoopConnections] | None = None
+        """The engines (and LISTEN connection) of each event loop using the store: asyncpg's
+        connections belong to the loop that made them (`loops.PerLoop`)."""
         self._wakeups = LocalWakeups()
         self._reconnect_timeout = reconnect_timeout
         self._hosts = HostChoice(target)
@@ -172,14 +175,13 @@ class PostgresRecorder(SnapshotReads):
         out"); in memory only: a fresh process knows nothing of what came before it."""
         self._replica_target = replica
         self._replica_wait = replica_wait
-        self._replica: AsyncEngine | None = None
         self._needed: dict[str, int] = {}
         """Per session: the primary's WAL position a replica must have replayed before it may
         serve that session's reads (after this store's last write, or a seq conflict)."""
         self._needed_all = 0
 
     async def open(self) -> None:
-        if self._engine is not None:
+        if self._loops is not None:
             return
         try:
             import asyncpg  # noqa: F401  (the driver SQLAlchemy will load)
@@ -188,43 +190,55 @@ class PostgresRecorder(SnapshotReads):
                 f"{self._target.render()}: PostgreSQL needs the asyncpg driver: "
                 "pip install 'todo-sessions[postgres]'"
             ) from None
+        loops = PerLoop(self._new_connections, _LoopConnections.close)
+        engine = (await loops.get()).engine
+        try:
+            async with engine.connect():  # connect now, so a bad URL fails the open
+                pass
+        except TypeError as exc:  # asyncpg refused a parameter taken from the URL
+            await loops.aclose()
+            if "unexpected keyword argument" not in str(exc):
+                raise
+            raise StoreError(f"{self._target.render()}: unsupported URL parameter ({exc})") from exc
+        except BaseException:
+            await loops.aclose()
+            raise
+        self._loops = loops
+
+    def _new_connections(self) -> _LoopConnections:
+        """One event loop's engines (the replica's is connected on first use: it may be
+        down)."""
         engine = make_pg_engine(
             self._target,
             pool_size=self._pool_size,
             max_overflow=self._max_overflow,
             hosts=self._hosts,
         )
-        try:
-            async with engine.connect():  # connect now, so a bad URL fails the open
-                pass
-        except TypeError as exc:  # asyncpg refused a parameter taken from the URL
-            await engine.dispose()
-            if "unexpected keyword argument" not in str(exc):
-                raise
-            raise StoreError(f"{self._target.render()}: unsupported URL parameter ({exc})") from exc
-        except BaseException:
-            await engine.dispose()
-            raise
-        self._engine = engine
-        if self._replica_target is not None:  # connected on first use: a replica may be down
-            self._replica = make_pg_engine(
+        replica = None
+        if self._replica_target is not None:
+            replica = make_pg_engine(
                 self._replica_target,
                 pool_size=self._pool_size,
                 max_overflow=self._max_overflow,
                 hosts=HostChoice(self._replica_target),
             )
+        return _LoopConnections(engine, replica)
 
-    def _the_engine(self) -> AsyncEngine:
-        if self._engine is None:
+    async def _here(self) -> _LoopConnections:
+        """The running event loop's engines (made on its first call)."""
+        if self._loops is None:
             raise RuntimeError("the PostgreSQL recorder is not open")
-        return self._engine
+        return await self._loops.get()
+
+    async def _the_engine(self) -> AsyncEngine:
+        return (await self._here()).engine
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection]:
         """A pooled connection. One that turns out dead is invalidated (never back in the pool),
         and the pool's idle connections are dropped too: a terminated backend or a server
         restart usually killed them as well."""
-        engine = self._the_engine()
+        engine = await self._the_engine()
         async with engine.connect() as conn:
             try:
                 yield conn
@@ -243,7 +257,7 @@ class PostgresRecorder(SnapshotReads):
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection
             outcome = await _append(driver, batch, self._sql.append)
-            if self._replica is not None:  # where a replica must be for read-your-writes
+            if self._replica_target is not None:  # where a replica must be (read-your-writes)
                 self._need(batch.session_id, await driver.fetchval(_CURRENT_LSN))
             return outcome
 
@@ -258,7 +272,7 @@ class PostgresRecorder(SnapshotReads):
         except SeqConflictError:
             if known is not None:
                 await self._stored_row(session_id)
-            if self._replica is not None:  # others wrote: reads must see at least that much
+            if self._replica_target is not None:  # others wrote: reads must see that much
                 self._need(session_id, await self._primary_lsn())
             raise
         acknowledged = self._acknowledged.get(session_id)
@@ -281,7 +295,7 @@ class PostgresRecorder(SnapshotReads):
         async def settle() -> AppendOutcome:
             stored = await self._read_once(reads.append_outcome, batch)
             if stored is not None:
-                if self._replica is not None:  # its commit's position was never read
+                if self._replica_target is not None:  # its commit's position was never read
                     self._need(batch.session_id, await self._primary_lsn())
                 return stored
             try:
@@ -316,7 +330,7 @@ class PostgresRecorder(SnapshotReads):
     async def _snapshot(self, op: Callable[..., T], *args: Any) -> T:
         """A read: on the replica when it tolerates staleness and the replica has replayed
         this store's writes the read must see (within ``replica_wait``), else on the primary."""
-        if self._replica is not None and op in _REPLICA_READS:
+        if self._replica_target is not None and op in _REPLICA_READS:
             if op in _LISTING_READS:
                 needed = self._needed_all
             else:
@@ -329,7 +343,7 @@ class PostgresRecorder(SnapshotReads):
     async def _on_replica(self, op: Callable[..., Any], args: tuple[Any, ...], needed: int) -> Any:
         """``op`` on the replica once it has replayed the WAL up to ``needed``; `_FALL_BACK`
         when it does not within ``replica_wait`` seconds, or cannot be reached."""
-        engine = self._replica
+        engine = (await self._here()).replica
         assert engine is not None
         deadline = time.monotonic() + self._replica_wait
         try:
@@ -480,16 +494,17 @@ class PostgresRecorder(SnapshotReads):
             async with self._wakeups.polling(session_id) as poll:
                 yield poll
             return
-        if self._listener is None:
+        here = await self._here()
+        if here.listener is None:
             dsn = self._listen.url.set(drivername="postgresql")
             args = {k: v for k, v in self._listen.connect_args.items() if k in _LISTENER_ARGS}
             if "host" in args:  # LISTEN needs the primary (a standby refuses it)
                 attrs = self._listen.connect_args.get("target_session_attrs")
                 args["target_session_attrs"] = "primary" if attrs == "primary" else "read-write"
-            self._listener = PgListener(
+            here.listener = PgListener(
                 dsn.render_as_string(hide_password=False), args, self._namespace.notify_channel
             )
-        listener = self._listener
+        listener = here.listener
         await listener.ensure_connected()
         wake = asyncio.Event()
         listener.add(session_id, wake)
@@ -499,8 +514,8 @@ class PostgresRecorder(SnapshotReads):
                 await asyncio.wait_for(wake.wait(), _RECHECK_SECONDS)
             wake.clear()
             await listener.ensure_connected()  # after a lost connection: reconnect
-            if self._replica is not None:  # the replica serves the next page once it has
-                self._need(session_id, await listener.current_lsn())  # replayed this far
+            if self._replica_target is not None:  # the replica serves the next page once it
+                self._need(session_id, await listener.current_lsn())  # has replayed this far
 
         try:
             yield until_notified
@@ -513,11 +528,14 @@ class PostgresRecorder(SnapshotReads):
         return []
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
-        return await self._past_standbys(lambda: run_locked_on_engine(self._the_engine(), fn))
+        async def run() -> T:
+            return await run_locked_on_engine(await self._the_engine(), fn)
+
+        return await self._past_standbys(run)
 
     async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         async def run() -> T:
-            async with self._the_engine().connect() as conn, conn.begin():
+            async with (await self._the_engine()).connect() as conn, conn.begin():
                 return await conn.run_sync(fn)
 
         return await self._past_standbys(run)
@@ -538,18 +556,29 @@ class PostgresRecorder(SnapshotReads):
             if not refused(exc):
                 raise
         with contextlib.suppress(Exception):
-            await self._the_engine().dispose()  # its connections may all be the standby's
+            await (await self._the_engine()).dispose()  # its connections: all the standby's?
         return await until_reachable(self._reconnect_timeout, run, refused)
 
     async def close(self) -> None:
-        listener, engine, replica = self._listener, self._engine, self._replica
-        self._listener = self._engine = self._replica = None
-        if listener is not None:
-            await listener.close()
-        if engine is not None:
-            await engine.dispose()
-        if replica is not None:
-            await replica.dispose()
+        loops, self._loops = self._loops, None
+        if loops is not None:
+            await loops.aclose()
+
+
+@dataclass(slots=True)
+class _LoopConnections:
+    """What one event loop's calls use: the pool, the replica's, the LISTEN connection."""
+
+    engine: AsyncEngine
+    replica: AsyncEngine | None
+    listener: PgListener | None = None
+
+    async def close(self) -> None:
+        if self.listener is not None:
+            await self.listener.close()
+        await self.engine.dispose()
+        if self.replica is not None:
+            await self.replica.dispose()
 
 
 _CURRENT_LSN = "SELECT pg_current_wal_lsn()::text"

@@ -124,8 +124,10 @@ class Reading(StoreCore):
                         "chained with another key (or none)"
                     )
                 if against and against.get(seq, kept) != kept:
-                    return seq, "the chain differs from the one kept elsewhere (the log was "
-                    "rewritten at or before this seq)"
+                    return seq, (
+                        "the chain differs from the one kept elsewhere (the log was "
+                        "rewritten at or before this seq)"
+                    )
                 seq += 1
             if len(page) < size or seq >= row["next_seq"]:
                 break

@@ -40,8 +40,9 @@ class Recorder(Protocol):
     dialect: str
     """``"sqlite"`` or ``"postgresql"``."""
     loop_bound: bool
-    """Whether the recorder's connections belong to the event loop that opened it (asyncpg's
-    do; SQLite's threads serve any loop)."""
+    """Whether the recorder serves only the event loop that opened it. Neither backend does:
+    SQLite's threads serve any loop, and PostgreSQL keeps an engine per loop (asyncpg's
+    connections belong to the loop that made them)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
