@@ -20,9 +20,12 @@ The rows are bench/peers_bench.py's coding-agent workload: every other event an
 ``assistant/message`` (~300 bytes, a surface row), a ``tool/call`` between, a ``todo/write``
 every 100th, a 32-byte chain value each.
 
-Method: per round every variant once, in an order that rotates each round; a round's figure
-is the median µs of its ``--batches`` appends; a variant's figure is the median of its round
-figures [min-max]. Before each run ``gc.collect()``; the collector stays enabled.
+Method: per round every variant once, in an order that rotates each round; a round's figures
+are the median µs of its ``--batches`` appends, wall-clock and CPU (SQLite: the thread's CPU
+time, the SQL runs on it; PostgreSQL: the server backend's, from ``/proc/<pid>/schedstat``,
+so the server must run on this machine; on a loaded machine the CPU figures are the
+steadier); a variant's figure is the median of its round figures [min-max], and its ratio
+is against the first variant's. Before each run ``gc.collect()``; the collector stays enabled.
 
 After the timing each variant is tried for its guarantees from a raw connection (foreign keys
 off, as ``sqlite3`` and ``psql`` connect by default): ``INSERT OR REPLACE`` and ``REPLACE
@@ -175,7 +178,7 @@ class Variant:
 
 
 SQLITE_VARIANTS = (
-    Variant("current", "the schema at revision 0010, as the store has it"),
+    Variant("current", "the schema the migrations create (0010 and 0012 alike on SQLite)"),
     Variant(
         "no-trigger",
         "without the no-replace trigger",
@@ -271,18 +274,20 @@ class SQLiteVariant:
             sqlite_append(self.conn, rows(sid, start, min(100, size - start)), start + 100)
         return sid
 
-    def appends(self, batches: int) -> float:
-        """Median µs of ``batches`` appends of 100 rows to a new session."""
+    def appends(self, batches: int) -> tuple[float, float]:
+        """Median µs of ``batches`` appends of 100 rows to a new session: wall-clock, and the
+        CPU time of this thread (SQLite runs on it)."""
         sid = new_id("a")
         self.conn.execute(NEW_SESSION, (sid,))
         prepared = [rows(sid, b * 100, 100) for b in range(batches)]
-        times = []
+        walls, cpus = [], []
         clock()
         for b, batch in enumerate(prepared):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             sqlite_append(self.conn, batch, (b + 1) * 100)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1e6
+            cpus.append(time.thread_time() - c)
+            walls.append(time.perf_counter() - t)
+        return statistics.median(walls) * 1e6, statistics.median(cpus) * 1e6
 
     def reads(self, sid: str, size: int, repeat: int) -> dict[str, float]:
         c = self.conn
@@ -341,6 +346,11 @@ class SQLiteVariant:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def on_cpu(schedstat: Path) -> float:
+    """Seconds a process has run on a CPU (Linux ``schedstat``, nanoseconds)."""
+    return int(schedstat.read_text().split()[0]) / 1e9
 
 
 def best_of(run: Callable[[], Any], repeat: int) -> float:
@@ -427,17 +437,21 @@ class PGVariant:
             await self.append(rows(sid, start, min(100, size - start)), start + 100)
         return sid
 
-    async def appends(self, batches: int) -> float:
+    async def appends(self, batches: int) -> tuple[float, float]:
+        """Median µs of ``batches`` appends: wall-clock, and the CPU time of the server's
+        backend process (``/proc/<pid>/schedstat``: the server must be on this machine)."""
         sid = new_id("a")
         await self.conn.execute(PG_NEW_SESSION, sid)
         prepared = [rows(sid, b * 100, 100) for b in range(batches)]
-        times = []
+        walls, cpus = [], []
+        stat = Path(f"/proc/{self.conn.get_server_pid()}/schedstat")
         clock()
         for b, batch in enumerate(prepared):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), on_cpu(stat)
             await self.append(batch, (b + 1) * 100)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1e6
+            cpus.append(on_cpu(stat) - c)
+            walls.append(time.perf_counter() - t)
+        return statistics.median(walls) * 1e6, statistics.median(cpus) * 1e6
 
     async def guards(self) -> dict[str, str]:
         c = self.conn
@@ -495,18 +509,24 @@ def spread(values: list[float]) -> str:
 
 def report(
     title: str,
-    figures: dict[str, list[float]],
+    figures: dict[str, list[tuple[float, float]]],
     variants: Sequence[Variant],
     extra: dict[str, dict[str, str]],
+    cpu: str,
 ) -> None:
     print(f"\n{title}: µs per append of 100 rows, median of round medians [min-max]")
-    first = figures[variants[0].name]
-    base = statistics.median(first)
+    print(f"  {'variant':16} {'wall-clock':24} {'ratio':6} {cpu:24} {'ratio':6} guards")
+    walls = {name: [w for w, _ in values] for name, values in figures.items()}
+    cpus = {name: [c for _, c in values] for name, values in figures.items()}
+    base_wall = statistics.median(walls[variants[0].name])
+    base_cpu = statistics.median(cpus[variants[0].name])
     for v in variants:
-        values = figures[v.name]
-        ratio = f"{statistics.median(values) / base:5.2f}x"
+        wall, on_cpu = walls[v.name], cpus[v.name]
         marks = " ".join(f"{k}:{s}" for k, s in extra.get(v.name, {}).items())
-        print(f"  {v.name:16} {spread(values):24} {ratio}  {marks}")
+        print(
+            f"  {v.name:16} {spread(wall):24} {statistics.median(wall) / base_wall:5.2f}x "
+            f"{spread(on_cpu):24} {statistics.median(on_cpu) / base_cpu:5.2f}x {marks}"
+        )
         print(f"  {'':16} {v.what}")
 
 
@@ -526,7 +546,7 @@ def bench_sqlite(args: argparse.Namespace, variants: Sequence[Variant]) -> None:
         if args.reads:
             for v in variants:
                 readable[v.name] = sides[v.name].new_session(args.read_size)
-        figures: dict[str, list[float]] = {v.name: [] for v in variants}
+        figures: dict[str, list[tuple[float, float]]] = {v.name: [] for v in variants}
         reads: dict[str, dict[str, list[float]]] = {v.name: {} for v in variants}
         for r in range(args.rounds):
             for v in rotate(variants, r):
@@ -537,7 +557,7 @@ def bench_sqlite(args: argparse.Namespace, variants: Sequence[Variant]) -> None:
                         reads[v.name].setdefault(key, []).append(value)
             print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
         extra = {v.name: sides[v.name].guards() for v in variants}
-        report("SQLite", figures, variants, extra)
+        report("SQLite", figures, variants, extra, "CPU (this thread)")
         if args.reads:
             print(f"\nSQLite raw reads of a {args.read_size}-event session, µs, median [min-max]:")
             for v in variants:
@@ -561,13 +581,13 @@ async def bench_postgres(args: argparse.Namespace, variants: Sequence[Variant]) 
             for _ in range(args.seed_sessions):
                 await sides[v.name].new_session(args.seed // args.seed_sessions)
             await sides[v.name].conn.execute("ANALYZE")
-        figures: dict[str, list[float]] = {v.name: [] for v in variants}
+        figures: dict[str, list[tuple[float, float]]] = {v.name: [] for v in variants}
         for r in range(args.rounds):
             for v in rotate(variants, r):
                 figures[v.name].append(await sides[v.name].appends(args.batches))
             print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
         extra = {v.name: await sides[v.name].guards() for v in variants}
-        report("PostgreSQL", figures, variants, extra)
+        report("PostgreSQL", figures, variants, extra, "CPU (server backend)")
     finally:
         for side in sides.values():
             await side.close(admin)
