@@ -23,14 +23,22 @@ from typing import Any
 
 import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 from factories import header, turn
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, make_url
 
 from todo_sessions import SessionStore, migrate
 from todo_sessions.integrity import verify_all
-from todo_sessions.store.migrate import current_revision, downgrade, head_revision, run_locked
+from todo_sessions.store.migrate import (
+    alembic_config,
+    current_revision,
+    downgrade,
+    head_revision,
+    run_locked,
+)
 
+REVISION = "0012_events_statement_check"
 KEPT = "keeps them"
 APPEND_ONLY = "append-only"
 COLUMNS = "session_id, seq, type, time, data, ignorable"
@@ -220,8 +228,10 @@ async def test_revision_0012_down_and_up_keeps_logs_chains_and_index(
     before = await found()
     assert before == {("g1", 1), ("g2", 1)}
     assert await run_locked(url, events_foreign_keys(ns)) == ([] if postgres else [key])
-    await downgrade(url, revision="0010")
-    assert await run_locked(url, lambda c: current_revision(c, ns)) == "0010"
+    await downgrade(url, revision="-1")  # to the revision 0012 revises
+    below = ScriptDirectory.from_config(alembic_config()).get_revision(head_revision())
+    assert below is not None and below.revision == REVISION
+    assert await run_locked(url, lambda c: current_revision(c, ns)) == below.down_revision
     assert await run_locked(url, events_foreign_keys(ns)) == [key]
     assert await run_locked(url, stored_rows(ns)) == rows
     await migrate(url)
