@@ -376,6 +376,7 @@ PG_VARIANTS = (
     ),
     Variant("0012", "revision 0012: one check per statement, one INSERT ... unnest", unnest=True),
     Variant("0012-no-check", "0012 without its statement check", [PG_CHECK], unnest=True),
+    Variant("0012-executemany", "0012, the rows by executemany (the check once per row)"),
     Variant(
         "0012-no-surface",
         "0012 without the surface partial index",
