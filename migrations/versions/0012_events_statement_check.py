@@ -6,8 +6,9 @@ Create Date: 2026-12-05
 
 On PostgreSQL the foreign key ``session_events.session_id -> sessions.id`` ran its check for
 every inserted row (the RI trigger: a ``SELECT ... FOR KEY SHARE`` of the session row through
-SPI), about half of what a row cost in SQL (bench/row_cost_bench.py, bench/RESULTS.md "Store
-v4"). This revision replaces it by one check per statement, with the same guarantees:
+SPI), about a third of what a row cost the server (bench/row_cost_bench.py, bench/RESULTS.md
+"Store v4: the row's own SQL"). This revision replaces it by one check per statement, with
+the same guarantees:
 
 - ``trg_session_events_have_sessions`` (``AFTER INSERT ... FOR EACH STATEMENT``, over the
   statement's new rows): every inserted row's session row exists, and is locked
