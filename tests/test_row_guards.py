@@ -200,6 +200,15 @@ async def test_postgres_a_delete_racing_a_raw_insert_waits_and_keeps_the_row(
 # -- revision 0012 ------------------------------------------------------------------------------
 
 
+def index_rows(ns: Any) -> Any:
+    def read(conn: Connection) -> list[tuple[Any, ...]]:
+        search = ns.sql_name("search_text")
+        sql = f"SELECT session_id, seq, kind, body FROM {search} ORDER BY session_id, seq, kind"
+        return [tuple(r) for r in conn.execute(text(sql))]
+
+    return read
+
+
 def events_foreign_keys(ns: Any) -> Any:
     def read(conn: Connection) -> list[str]:
         keys = inspect(conn).get_foreign_keys(ns.name("session_events"), schema=ns.schema)
@@ -227,6 +236,8 @@ async def test_revision_0012_down_and_up_keeps_logs_chains_and_index(
 
     before = await found()
     assert before == {("g1", 1), ("g2", 1)}
+    indexed = await run_locked(url, index_rows(ns))
+    assert {(sid, seq) for sid, seq, _, body in indexed if "gnuword" in body} == before
     assert await run_locked(url, events_foreign_keys(ns)) == ([] if postgres else [key])
     await downgrade(url, revision="-1")  # to the revision 0012 revises
     below = ScriptDirectory.from_config(alembic_config()).get_revision(head_revision())
@@ -239,6 +250,7 @@ async def test_revision_0012_down_and_up_keeps_logs_chains_and_index(
     assert await run_locked(url, events_foreign_keys(ns)) == ([] if postgres else [key])
     await whole(url, rows)
     assert await found() == before
+    assert await run_locked(url, index_rows(ns)) == indexed
     async with SessionStore(url) as store:
         await store.append("g1", turn(12, 3, text="gnuword again"))
         assert await store.chain_break("g1") is None
