@@ -53,6 +53,21 @@ def include_name_of(namespace: Namespace) -> Callable[[str | None, str, Mapping[
     return include_name
 
 
+def include_object_of(namespace: Namespace, dialect: str) -> Callable[..., bool]:
+    """PostgreSQL checks an event row's session with a statement trigger instead of the
+    foreign key of ``session_events`` (revision 0012): the metadata's key is SQLite's only."""
+    events_key = f"fk_{namespace.name('session_events')}_session_id_{namespace.name('sessions')}"
+
+    def include_object(
+        obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+    ) -> bool:
+        return not (
+            dialect == "postgresql" and type_ == "foreign_key_constraint" and name == events_key
+        )
+
+    return include_object
+
+
 def compare_type(
     migration_context: Any,
     inspected_column: object,
@@ -91,6 +106,7 @@ def run_on(connection: Connection) -> None:
         version_table_schema=namespace.schema,
         include_schemas=namespace.schema is not None,
         include_name=include_name_of(namespace),
+        include_object=include_object_of(namespace, connection.dialect.name),
         render_as_batch=True,
         compare_type=compare_type,
     )

@@ -134,8 +134,10 @@ async def test_upgrade_downgrade_upgrade_in_a_namespace_next_to_a_host_table(hos
             "trg_session_events_no_update",
             "trg_session_events_no_delete",
             "trg_session_events_no_truncate",
+            "trg_session_events_have_sessions",  # revision 0012
             "trg_sessions_notify_append",
             "trg_sessions_no_delete",
+            "trg_sessions_no_truncate",  # revision 0012
         }
     )
     assert await run_locked(url, lambda c: triggers(c, ns)) == expected

@@ -34,7 +34,9 @@ LISTING = list_statement(frozenset())
 REFERENCE = frozenset({"store_id"})
 """``store_state``: one row, a reference table (copied to every node)."""
 
-_TABLE = re.compile(r'\b(?:FROM|UPDATE|INTO|JOIN)\s+(?:"?\w+"?\.)?"?(\w+)"?')
+_TABLE = re.compile(r'\b(?:FROM|UPDATE|INTO|JOIN)\s+(?:"?\w+"?\.)?"?(\w+)\b"?(?!\()')
+"""A table a statement names (a function in FROM, such as the append's ``unnest`` of its
+rows' arrays, is none)."""
 
 
 def single_session_problem(sql: str, names: tuple[str, ...]) -> str | None:

@@ -730,8 +730,9 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
         next_seq, revision, incarnation, previous = state
         check_batch_start(session_id, rows[0]["seq"], next_seq)
         chain_rows(batch, previous)
-        args = _SQL.insert_events.args
-        await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
+        insert = _SQL.insert_events  # one statement, a list per column (revision 0012)
+        columns = {n: [row[n] for row in rows] for n in insert.names if n != "session_id"}
+        await driver.execute(insert.sql, *insert.args({**columns, "session_id": session_id}))
         if batch.search:
             await _index(driver, batch, _SQL)
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     Boolean,
     Select,
     Table,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     bindparam,
     case,
     false,
+    func,
     literal_column,
     select,
     true,
@@ -247,6 +249,24 @@ class Compiled:
         return tuple(values[name] for name in self.names)
 
 
+def insert_events_statement(tables: Tables, dialect_name: str) -> Any:
+    """An append's event rows. SQLite: one row's insert (run by ``executemany``).
+    PostgreSQL: all of them in one statement, ``INSERT ... SELECT $1, * FROM unnest($2, ...)``
+    with one array parameter per column (the session id once): the check that an event's
+    session exists is a statement trigger there (revision 0012), so it runs once an append,
+    and the rows take one round of the executor instead of one each."""
+    events = tables.session_events
+    if dialect_name != "postgresql":
+        return events.insert().values({c.name: None for c in events.columns})
+    names = [c.name for c in events.columns if c.name != "session_id"]
+    arrays = [bindparam(name, type_=ARRAY(events.c[name].type)) for name in names]
+    rows = func.unnest(*arrays).table_valued(*names).render_derived()
+    session_id = bindparam("session_id", type_=events.c.session_id.type)
+    return events.insert().from_select(
+        ["session_id", *names], select(session_id, *(rows.c[name] for name in names))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class AppendStatements:
     """The statements of an append, compiled once for the driver a hot path talks to."""
@@ -255,6 +275,8 @@ class AppendStatements:
     lease: Compiled
     insert_session: Compiled
     insert_events: Compiled
+    """SQLite: one event row; PostgreSQL: a batch's rows, a list per column
+    (`insert_events_statement`)."""
     update: Compiled
     projection: Compiled
     delete_tags: Compiled
@@ -276,7 +298,6 @@ def compile_append(
 
     tables = queries.tables
     sqlite = dialect.name == "sqlite"
-    events = queries.insert_events.values({c.name: None for c in tables.session_events.columns})
     new_session = queries.insert_session(insert).values(
         {c.name: None for c in tables.sessions.columns}
     )
@@ -284,7 +305,7 @@ def compile_append(
         state=compiled(queries.append_state),
         lease=compiled(queries.lease_state),
         insert_session=compiled(new_session),
-        insert_events=compiled(events),
+        insert_events=compiled(insert_events_statement(tables, dialect.name)),
         update=compiled(queries.update_after_append),
         projection=compiled(queries.update_projection),
         delete_tags=compiled(queries.delete_tags),

@@ -145,6 +145,9 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
     list) and ``metadata`` (a JSON object) are NULL when empty; ``open_todos``: the latest
     ``todo/write`` holds an item pending or in progress."""
 
+    # The foreign key is SQLite's: PostgreSQL checks an event row's session once per statement
+    # with a trigger instead (revision 0012; migrations/env.py leaves it out of the comparison
+    # there). Nothing cascades to events: a session row with events is never deleted (0009).
     session_events = Table(
         f"{prefix}session_events",
         metadata,
