@@ -38,7 +38,7 @@ from todo_sessions.store.migrate import (
     run_locked,
 )
 
-REVISION = "0012_events_statement_check"
+REVISION = "0012"
 KEPT = "keeps them"
 APPEND_ONLY = "append-only"
 COLUMNS = "session_id, seq, type, time, data, ignorable"
