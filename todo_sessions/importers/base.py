@@ -20,6 +20,7 @@ same for every agent (docs/format.md, "Imported sessions"):
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -323,7 +324,7 @@ async def _import_once(
         result.status = "conflict"
         result.message = f"session {source.session_id} exists and was not imported from a file"
         return result
-    read = _read_from(source.path, position)
+    read = await asyncio.to_thread(_read_from, source.path, position)
     if read is None:
         result.status = "rewritten"
         result.message = (
@@ -398,7 +399,8 @@ async def import_paths(
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
     default location when None), parents before children; one `FileResult` per file."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
-    return [await import_file(store, importer, source) for source in importer.discover(roots)]
+    sources = await asyncio.to_thread(importer.discover, roots)
+    return [await import_file(store, importer, source) for source in sources]
 
 
 # -- export ----------------------------------------------------------------------------------

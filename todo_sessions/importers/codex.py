@@ -81,10 +81,12 @@ class _CodexState(LogState):
         self.codex: dict[str, Any] = {}
         self.title: str | None = None
         self.thread_name: str | None = None
+        self.entries = 0
 
     def advance(self, event: SessionEvent) -> None:
         super().advance(event)
         if event.type == ENTRY_TYPE:
+            self.entries += 1
             self._fold(event._data)
         elif event.type == "session/meta" and "title" in event._data:
             self.title = event._data["title"]
@@ -191,8 +193,7 @@ class _Mapper:
 
     def __init__(self, batch: Batch, state: _CodexState, entry: dict[str, Any]) -> None:
         self.batch, self.state = batch, state
-        entries = [e.seq for e in batch.events if e.type == ENTRY_TYPE]
-        self.id = f"codex-{entries[-1] if entries else state.next_seq}"
+        self.id = f"codex-{state.entries}"  # the line's place among the kept lines
         self.payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else {}
         self.kind = entry.get("type")
 
