@@ -112,7 +112,7 @@ async def test_malformed_lines_are_skipped_with_file_and_line(rollout: Path) -> 
 
 
 async def test_an_unknown_entry_kind_is_kept_whole_and_reported(rollout: Path) -> None:
-    newer = {"timestamp": "2025-10-11T09:00:12.000Z", "type": "world_state", "payload": {"x": 1}}
+    newer = {"timestamp": "2025-10-11T09:00:12.000Z", "type": "hologram_state", "payload": {"x": 1}}
     item = {"timestamp": "2025-10-11T09:00:12.000Z", "type": "response_item"}
     item["payload"] = {"type": "hologram_call", "call_id": "h1"}
     with rollout.open("a", encoding="utf-8") as handle:
@@ -122,7 +122,7 @@ async def test_an_unknown_entry_kind_is_kept_whole_and_reported(rollout: Path) -
     async with SessionStore("sqlite://") as store:
         result = await once(store, rollout)
         assert result.unknown_kinds == {
-            "world_state": count - 1,
+            "hologram_state": count - 1,
             "response_item/hologram_call": count,
         }
         assert result.warnings == []

@@ -39,7 +39,17 @@ __all__ = ["ENTRY_TYPE", "CodexImporter", "session_id_for"]
 ENTRY_TYPE = "codex/entry"
 METADATA_KEY = "codex"
 AGENT_TAG = "agent:codex"
-KINDS = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+KINDS = frozenset(
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
+)
 ITEM_KINDS = frozenset(
     {
         "message",
@@ -82,6 +92,9 @@ class _CodexState(LogState):
         self.title: str | None = None
         self.thread_name: str | None = None
         self.entries = 0
+        self.prompt: str | None = None
+        """The text of the prompt that opened the open turn, until its first step (a
+        version writing a prompt twice, as two kinds of line, opens one turn)."""
 
     def advance(self, event: SessionEvent) -> None:
         super().advance(event)
@@ -90,6 +103,10 @@ class _CodexState(LogState):
             self._fold(event._data)
         elif event.type == "session/meta" and "title" in event._data:
             self.title = event._data["title"]
+        elif event.type == "user/message" and event._data.get("source", {}).get("kind") == "user":
+            self.prompt = "\n".join(b.get("text", "") for b in event._data.get("content", []))
+        elif event.type in ("step/start", "turn/end"):
+            self.prompt = None
 
     def _fold(self, entry: Mapping[str, Any]) -> None:
         payload = entry.get("payload")
@@ -101,17 +118,21 @@ class _CodexState(LogState):
                 if isinstance(payload.get(name), str):
                     codex.setdefault(name, payload[name])
         elif kind == "turn_context":
-            for name in ("model", "cwd"):
-                if isinstance(payload.get(name), str):
-                    codex[name] = payload[name]
-        elif kind == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-                codex["token_usage"] = info["total_token_usage"]
-        elif kind == "event_msg" and payload.get("type") == "thread_name_updated":
-            name = payload.get("thread_name")
-            if isinstance(name, str) and name.strip():
-                self.thread_name = name.strip()
+            codex.update(
+                (n, payload[n]) for n in ("model", "cwd") if isinstance(payload.get(n), str)
+            )
+        elif kind == "token_usage_record" and isinstance(payload.get("thread_token_usage"), dict):
+            codex["token_usage"] = payload["thread_token_usage"]
+        elif kind == "event_msg":
+            self._fold_event(payload)
+
+    def _fold_event(self, payload: Mapping[str, Any]) -> None:
+        info, name = payload.get("info"), payload.get("thread_name")
+        if payload.get("type") == "token_count" and isinstance(info, dict):
+            if isinstance(info.get("total_token_usage"), dict):
+                self.codex["token_usage"] = info["total_token_usage"]
+        elif payload.get("type") == "thread_name_updated" and isinstance(name, str):
+            self.thread_name = name.strip() or self.thread_name
 
 
 def _head(path: Path) -> dict[str, Any] | None:
@@ -171,6 +192,18 @@ def _output_text(output: Any) -> tuple[str, bool]:
     return compact_json(output), False
 
 
+def _prompt_text(kind: Any, payload: Mapping[str, Any]) -> str | None:
+    """The user's prompt an ``event_msg`` carries: ``user_message`` (older versions) or
+    ``item_completed`` of a ``UserMessage`` item (newer ones); None for any other."""
+    if kind == "user_message":
+        message = payload.get("message")
+        return message if isinstance(message, str) else None
+    item = payload.get("item") if kind == "item_completed" else None
+    if isinstance(item, dict) and item.get("type") == "UserMessage":
+        return "\n".join(_texts(item.get("content"), "text")) or None
+    return None
+
+
 def _plan_todos(arguments: str) -> list[dict[str, str]] | None:
     """``update_plan``'s ``plan`` as a ``todo/write`` list (None when it is not one)."""
     try:
@@ -194,7 +227,8 @@ class _Mapper:
     def __init__(self, batch: Batch, state: _CodexState, entry: dict[str, Any]) -> None:
         self.batch, self.state = batch, state
         self.id = f"codex-{state.entries}"  # the line's place among the kept lines
-        self.payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else {}
+        payload = entry.get("payload")
+        self.payload: dict[str, Any] = payload if isinstance(payload, dict) else {}
         self.kind = entry.get("type")
 
     def run(self) -> None:
@@ -208,16 +242,12 @@ class _Mapper:
 
     def _event(self, kind: Any) -> None:
         batch, p = self.batch, self.payload
-        if kind == "user_message" and isinstance(p.get("message"), str):
+        prompt = _prompt_text(kind, p)
+        if prompt is not None and prompt != self.state.prompt:
             batch.new_turn()
-            content = [{"type": "text", "text": p["message"]}]
-            message = {
-                "id": self.id,
-                "role": "user",
-                "content": content,
-                "source": {"kind": "user"},
-            }
-            batch.add("user/message", message, surface=True)
+            content = [{"type": "text", "text": prompt}]
+            message = {"id": self.id, "role": "user", "content": content}
+            batch.add("user/message", {**message, "source": {"kind": "user"}}, surface=True)
         elif kind in ("task_complete", "turn_complete", "turn_aborted"):
             batch.close_step()
             if self.state.open_turn is not None:
@@ -282,8 +312,8 @@ class _Mapper:
     def _compacted(self, text: str) -> None:
         self.batch.ensure_turn()
         content = [{"type": "text", "text": text}]
-        summary = {"id": self.id, "role": "user", "content": content}
-        summary["source"] = {"kind": "compaction"}
+        source = {"kind": "compaction"}
+        summary = {"id": self.id, "role": "user", "content": content, "source": source}
         span = list(self.state.surface)
         if span:
             self.batch.add("user/message", summary, replace=(span[0], span[-1], span))
@@ -331,10 +361,7 @@ class CodexImporter:
         return kind, kind in KINDS
 
     def header(self, source: SourceFile, entries: Sequence[Mapping[str, Any]]) -> SessionHeader:
-        meta = next(
-            (e["payload"] for e in entries if e.get("type") == "session_meta"),
-            {},
-        )
+        meta: Any = next((e["payload"] for e in entries if e.get("type") == "session_meta"), {})
         cwd = meta.get("cwd") if isinstance(meta, dict) else None
         created = next((iso_ms(e.get("timestamp"), -1) for e in entries), -1)
         return SessionHeader(
