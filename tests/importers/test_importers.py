@@ -165,3 +165,47 @@ def test_discovery_orders_parents_first_and_takes_files() -> None:
     sources = CodexImporter().discover(files)
     assert [s.session_id for s in sources] == [CODEX_MAIN, CODEX_CHILD]
     assert sources[1].parent == CODEX_MAIN
+
+
+def line(kind: str, payload: dict[str, Any]) -> str:
+    return json.dumps({"timestamp": "2025-10-11T09:00:00.000Z", "type": kind, "payload": payload})
+
+
+async def test_codex_line_shapes_of_older_and_newer_releases(tmp_path: Path) -> None:
+    prompt = {"type": "item_completed", "item": {"type": "UserMessage", "content": []}}
+    prompt["item"]["content"] = [{"type": "text", "text": "Run it", "text_elements": []}]
+    shell = {"type": "local_shell_call", "call_id": "c1", "status": "completed"}
+    shell["action"] = {"type": "exec", "command": ["ls"]}
+    failed = {"type": "function_call_output", "call_id": "c1"}
+    failed["output"] = {"content": "ls: denied", "success": False}
+    lines = [
+        line("session_meta", {"id": "t1", "cwd": "/w", "source": "cli"}),
+        line("event_msg", {"type": "user_message", "message": "Run it"}),
+        line("event_msg", prompt),  # the same prompt as a newer release's item: one turn
+        line("response_item", shell),
+        line("response_item", failed),
+        line("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        line("event_msg", {"type": "user_message", "message": "Again"}),
+        line("compacted", {"message": "Summary: ls was denied."}),
+        line("event_msg", {"type": "thread_name_updated", "thread_name": "Listing"}),
+    ]
+    path = tmp_path / "rollout-2025-10-11T09-00-00-t1.jsonl"
+    path.write_text("".join(text + "\n" for text in lines), encoding="utf-8")
+    async with SessionStore("sqlite://") as store:
+        [result] = await import_paths(store, CodexImporter(), [path])
+        assert (result.session_id, result.status, result.warnings) == ("codex-t1", "created", [])
+        events = await store.read_from("codex-t1")
+        starts = [e.data_copy()["turn"] for e in events if e.type == "turn/start"]
+        ends = [e.data_copy()["reason"]["kind"] for e in events if e.type == "turn/end"]
+        assert (starts, ends) == ([1, 2], ["interrupted"])
+        [call] = [e.data_copy() for e in events if e.type == "tool/call"]
+        assert (call["name"], json.loads(call["arguments"])) == ("local_shell", shell["action"])
+        [answer] = [e.data_copy()["message"] for e in events if e.type == "tool/result"]
+        assert answer["content"][0]["isError"] is True
+        assert answer["content"][0]["content"] == [{"type": "text", "text": "ls: denied"}]
+        messages = await store.derive_messages("codex-t1")
+        assert [(m.source.kind, texts(m)) for m in messages] == [
+            ("compaction", ["Summary: ls was denied."])
+        ]
+        assert (await store.summary("codex-t1")).title == "Listing"
+        assert await export_session(store, CodexImporter(), "codex-t1") == path.read_bytes()
