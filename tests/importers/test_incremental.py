@@ -212,3 +212,30 @@ async def test_a_claude_transcript_growing_with_a_cut_line_and_a_new_kind(tmp_pa
         assert await export_session(store, claude, session) == read(path)
         todos = await store.current_todos(session)
         assert [t.status for t in todos or []] == ["completed", "completed"]
+
+
+async def test_lines_no_event_can_hold_are_kept_as_text_only(rollout: Path) -> None:
+    odd = [
+        b'{"timestamp":"t","type":"event_msg","payload":{"type":"agent_message","message":"\\ud800"}}\n',
+        b'{"timestamp":"t","type":"event_msg","payload":{"type":"x","n":-0.0}}\n',
+        b'{"timestamp":"t","type":"event_msg","payload":{"type":"x","n":NaN}}\n',
+        b'{"timestamp":"t","type":"event_msg","payload":{"type":"thread_name_updated",'
+        b'"thread_name":"a\\u0000b"}}\n',
+    ]
+    whole = lines_of(rollout)
+    write(rollout, b"".join(whole[:2] + odd + whole[2:]))
+    async with SessionStore("sqlite://") as store:
+        result = await once(store, rollout)
+        assert (result.status, result.lines) == ("created", len(whole) + 4)
+        assert [w.split(": kept as text only: ")[0] for w in result.warnings] == [
+            f"{rollout}:{n}" for n in (3, 4, 5)
+        ]
+        alone = [
+            e.data_copy()
+            for e in await store.read_from(SESSION)
+            if e.type == VERBATIM_TYPE and e.data_copy().get("alone")
+        ]
+        assert [a["line"].encode() + b"\n" for a in alone] == odd[:3]
+        assert (await store.summary(SESSION)).title == "ab"
+        assert await export_session(store, CODEX, SESSION) == read(rollout)
+        assert (await once(store, rollout)).status == "unchanged"

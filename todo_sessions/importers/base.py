@@ -55,10 +55,12 @@ MAX_TRIES = 10
 
 
 class VerbatimData(BaseModel):
-    """``import/verbatim``: the exact text of the source line the entry before it holds."""
+    """``import/verbatim``: the exact text of the source line the entry before it holds, or
+    (``alone``) of a line whose JSON no event can hold, kept as text only."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     line: str
+    alone: bool = False
 
 
 class EntryData(BaseModel):
@@ -220,6 +222,9 @@ class _Plan:
 
     good: list[tuple[int, dict[str, Any], str]]
     bad: dict[int, str]
+    text_only: dict[int, str] = field(default_factory=dict)
+    """Lines whose JSON (a lone surrogate, ``-0.0``, ``NaN``) or typed events cannot be
+    stored: kept as text only, in an ``import/verbatim`` event of their own."""
 
 
 def _plan(importer: Importer, read: _Read, result: FileResult) -> _Plan:
@@ -249,19 +254,11 @@ def _build(
     line_of: dict[int, int] = {}
     fresh: list[dict[str, Any]] = []
     for number, entry, text in plan.good:
-        if number in plan.bad:
-            continue
         first = len(batch.events)
         batch.time = iso_ms(entry.get("timestamp"), batch.time)
-        try:
-            event = batch.add(importer.entry_type, entry, ignorable=True)
-            if importer.dumps(event._data) != text:
-                batch.add(VERBATIM_TYPE, {"line": text}, ignorable=True)
-            importer.map_entry(batch, state, event._data)
-        except InvalidEventError as exc:  # the line's own data cannot be stored
-            plan.bad[number] = f"cannot be stored ({exc})"
-            raise _Retry from exc
-        fresh.append(event._data)
+        kept = _add_line(importer, batch, state, (number, entry, text), plan)
+        if kept is not None:
+            fresh.append(kept)
         for event in batch.events[first:]:
             line_of[event.seq] = number
     meta = importer.meta(state, source, fresh) if fresh else {}
@@ -272,6 +269,33 @@ def _build(
     if changes:
         batch.add("session/meta", changes, ignorable=True)
     return batch, line_of
+
+
+def _add_line(
+    importer: Importer,
+    batch: Batch,
+    state: LogState,
+    line: tuple[int, dict[str, Any], str],
+    plan: _Plan,
+) -> dict[str, Any] | None:
+    """Add one line's events; its entry's data, or None for a line kept as text only."""
+    number, entry, text = line
+    if number not in plan.text_only:
+        try:
+            event = batch.add(importer.entry_type, entry, ignorable=True)
+        except InvalidEventError as exc:  # its JSON cannot be an event: nothing was added
+            plan.text_only[number] = str(exc)
+        else:
+            if importer.dumps(event._data) != text:
+                batch.add(VERBATIM_TYPE, {"line": text}, ignorable=True)
+            try:
+                importer.map_entry(batch, state, event._data)
+            except InvalidEventError as exc:
+                plan.text_only[number] = f"its events cannot be stored ({exc})"
+                raise _Retry from exc
+            return event._data
+    batch.add(VERBATIM_TYPE, {"line": text, "alone": True}, ignorable=True)
+    return None
 
 
 class _Retry(Exception):
@@ -361,7 +385,6 @@ async def _append(
     position: dict[str, Any],
     result: FileResult,
 ) -> None:
-    before = set(plan.bad)
     created = state is not None
     for _ in range(len(plan.good) + 1):
         work = (state or importer.new_state()).copy()
@@ -370,9 +393,9 @@ async def _append(
         except _Retry:
             continue
         if not created:
-            if not any(e.type == importer.entry_type for e in batch.events):
+            if not line_of:
                 break
-            entries = [e for n, e, _ in plan.good if n not in plan.bad]
+            entries = [e for n, e, _ in plan.good if n not in plan.text_only]
             await store.create(importer.header(source, entries))
             created = True
         try:
@@ -381,16 +404,16 @@ async def _append(
             line = line_of.get(exc.seq) if exc.seq is not None else None
             if line is None:
                 raise
-            plan.bad[line] = f"its events cannot be stored ({exc})"
+            plan.text_only[line] = f"its events cannot be stored ({exc})"
             continue
-        _warn_bad(result, {n: p for n, p in plan.bad.items() if n not in before}, None)
+        for number in sorted(plan.text_only):
+            reason = plan.text_only[number]
+            result.warnings.append(f"{source.path}:{number}: kept as text only: {reason}")
         result.status = "created" if state is None else "appended"
-        result.lines = sum(1 for n, _, _ in plan.good if n not in plan.bad)
+        result.lines = len(plan.good)
         result.events = len(batch.events)
         return
-    _warn_bad(result, {n: p for n, p in plan.bad.items() if n not in before}, None)
-    result.status = "error"
-    result.message = f"{source.path}: no line of it can be stored"
+    result.status, result.message = "error", f"{source.path}: its lines could not be stored"
 
 
 async def import_paths(
@@ -414,6 +437,10 @@ def export_lines(importer: Importer, events: Iterable[SessionEvent]) -> Iterable
             if pending is not None:
                 yield pending
             pending = importer.dumps(event._data)
+        elif event.type == VERBATIM_TYPE and event._data.get("alone"):
+            if pending is not None:
+                yield pending
+            pending = event._data["line"]
         elif event.type == VERBATIM_TYPE and pending is not None:
             pending = event._data["line"]
     if pending is not None:

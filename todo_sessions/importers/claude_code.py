@@ -68,7 +68,7 @@ class _ImportState(_ClaudeState):
         if event.type == ENTRY_TYPE:
             for name in _TITLES:
                 value = event._data.get(name)
-                if isinstance(value, str) and value.strip():
+                if isinstance(value, str) and value.strip() and "\x00" not in value:
                     self.titles[name] = value.strip()
         elif event.type == "session/meta" and "title" in event._data:
             self.title = event._data["title"]

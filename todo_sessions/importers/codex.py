@@ -132,6 +132,7 @@ class _CodexState(LogState):
             if isinstance(info.get("total_token_usage"), dict):
                 self.codex["token_usage"] = info["total_token_usage"]
         elif payload.get("type") == "thread_name_updated" and isinstance(name, str):
+            name = name.replace("\x00", "")
             self.thread_name = name.strip() or self.thread_name
 
 
