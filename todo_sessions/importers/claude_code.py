@@ -49,9 +49,16 @@ KNOWN_KINDS = frozenset(
         "content-replacement",
         "attachment",
         "agent-name",
+        "atis-latch",
+        "api-request",
+        "api-request-shape",
+        "api-request-blob",
+        "tools-used",
+        "cost-state",
     }
 )
-"""Line kinds Claude Code writes; others are imported whole and reported once."""
+"""Line kinds Claude Code writes (those of the CLI the ``[claude]`` extra bundles among them);
+others are imported whole and reported once."""
 _TITLES = ("customTitle", "aiTitle", "summary")
 
 
