@@ -1,21 +1,23 @@
 """The importer protocol and the engine that runs an importer over an agent's session files.
 
 An `Importer` knows one agent's files: where they are (`discover`), which lines are in its
-format, how a line maps onto typed events (`map_entry`, on the `Batch` / `LogState` the SDK
-adapters use) and how a kept line is written back (`dumps`). The engine does the rest, the
-same for every agent (docs/format.md, "Imported sessions"):
+format, and how a line maps onto typed events (`map_entry`, on the `Batch` / `LogState` the SDK
+adapters use). The engine does the rest, the same for every agent (docs/format.md, "Imported
+sessions"):
 
 - Each complete source line becomes one ignorable ``<agent>/entry`` event holding the parsed
-  line, followed, when ``dumps`` of it is not the line's exact text, by an ignorable
-  ``import/verbatim`` event holding that text, then by the typed events of the mapping.
+  line, followed, when the event's canonical text (compact JSON, as Claude Code and Codex
+  write it) is not the line's exact text, by an ignorable ``import/verbatim`` event holding
+  that text, then by the typed events of the mapping. Export writes each line back from them.
 - The position reached (bytes, lines, and the SHA-256 of the bytes read) is kept in the
   session's metadata under ``import``, written by the ``session/meta`` event that ends the
   same append: a session's new events land in one append or not at all.
 - A re-import verifies that the file still starts with the bytes read before; if it does not
   (rewritten, truncated) the file is reported and left alone, never merged.
-- A line that is not UTF-8 JSON in the agent's format, or that cannot be stored, is skipped
-  with a warning naming the file and line; a last line without its newline is left for the
-  next import (an agent still writing it, or killed mid-write) with a warning.
+- A line that is not UTF-8 JSON in the agent's format is skipped with a warning naming the
+  file and line; one whose JSON or typed events cannot be stored is kept as text only (an
+  ``import/verbatim`` event of its own) with a warning; a last line without its newline is
+  left for the next import (an agent still writing it, or killed mid-write) with a warning.
 """
 
 from __future__ import annotations
@@ -152,13 +154,10 @@ class Importer(Protocol):
         the engine adds ``import``), ``tags``, ``title``. Only changed fields are written."""
         ...
 
-    def dumps(self, entry: Any) -> str:
-        """A kept line in the agent's own serialization."""
-        ...
-
 
 def compact_json(entry: Any) -> str:
-    """JSON as ``JSON.stringify`` and ``serde_json`` write it: compact, non-ASCII as is."""
+    """JSON as ``JSON.stringify`` and ``serde_json`` write it, and as an event's canonical text
+    is: compact, non-ASCII characters as they are."""
     return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -286,7 +285,7 @@ def _add_line(
         except InvalidEventError as exc:  # its JSON cannot be an event: nothing was added
             plan.text_only[number] = str(exc)
         else:
-            if importer.dumps(event._data) != text:
+            if event._data_json != text:  # the canonical text is how export writes it
                 batch.add(VERBATIM_TYPE, {"line": text}, ignorable=True)
             try:
                 importer.map_entry(batch, state, event._data)
@@ -436,7 +435,7 @@ def export_lines(importer: Importer, events: Iterable[SessionEvent]) -> Iterable
         if event.type == importer.entry_type:
             if pending is not None:
                 yield pending
-            pending = importer.dumps(event._data)
+            pending = event._data_json
         elif event.type == VERBATIM_TYPE and event._data.get("alone"):
             if pending is not None:
                 yield pending

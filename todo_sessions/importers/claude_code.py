@@ -28,7 +28,7 @@ from ..integrations.claude_agent_sdk import (
     project_tag,
     session_id_for,
 )
-from .base import SourceFile, compact_json
+from .base import SourceFile
 
 __all__ = ["ClaudeCodeImporter"]
 
@@ -176,6 +176,3 @@ class ClaudeCodeImporter:
         if title is not None and title != state.title:
             out["title"] = title
         return out
-
-    def dumps(self, entry: Any) -> str:
-        return compact_json(entry)

@@ -389,6 +389,3 @@ class CodexImporter:
         if state.thread_name is not None and state.thread_name != state.title:
             out["title"] = state.thread_name
         return out
-
-    def dumps(self, entry: Any) -> str:
-        return compact_json(entry)
