@@ -239,3 +239,11 @@ async def test_lines_no_event_can_hold_are_kept_as_text_only(rollout: Path) -> N
         assert (await store.summary(SESSION)).title == "ab"
         assert await export_session(store, CODEX, SESSION) == read(rollout)
         assert (await once(store, rollout)).status == "unchanged"
+
+
+async def test_a_file_that_cannot_be_read_is_an_error(tmp_path: Path) -> None:
+    gone = tmp_path / "rollout-2025-10-11T09-00-00-gone.jsonl"  # vanished after discovery
+    async with SessionStore("sqlite://") as store:
+        result = await import_file(store, CODEX, SourceFile(gone, "codex-gone"))
+        assert (result.status, result.message) == ("error", f"{gone}: No such file or directory")
+        assert await store.list() == []

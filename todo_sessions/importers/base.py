@@ -325,13 +325,16 @@ def _warn_bad(result: FileResult, bad: Mapping[int, str], partial: int | None) -
 
 async def import_file(store: SessionStore, importer: Importer, source: SourceFile) -> FileResult:
     """Import what is new in one file (see the module docstring); never raises for the
-    file's content, reporting it in the `FileResult` instead."""
+    file's content or a file that cannot be read, reporting them in the `FileResult`."""
     result = FileResult(source.path, source.session_id)
     for _ in range(MAX_TRIES):
         try:
             return await _import_once(store, importer, source, result)
         except (SeqConflictError, SessionExistsError):
             result = FileResult(source.path, source.session_id)  # another importer was first
+        except OSError as exc:
+            result.status, result.message = "error", f"{source.path}: {exc.strerror or exc}"
+            return result
     result.status, result.message = "error", f"kept racing other writers ({MAX_TRIES} tries)"
     return result
 
