@@ -3,7 +3,9 @@
 `import_paths(store, importer, paths)` imports what is new in an agent's files (its default
 location when ``paths`` is None), incrementally and idempotently; `export_session` writes a
 session's kept lines back in the agent's own format, byte for byte. One importer per agent,
-behind one small protocol (`Importer`), so another agent's format can be added:
+behind one small protocol (`Importer`: discovery, the line format, the mapping onto a
+`Batch` of events over a `LogState`, an entry type registered with `register_entry_type`), so
+another agent's format can be added:
 
 - `ClaudeCodeImporter`: Claude Code transcripts (``~/.claude/projects``); needs the
   ``[claude]`` extra, whose mapping it shares.
@@ -18,26 +20,34 @@ from ..store.store import SessionStore
 from .base import (
     IMPORT_KEY,
     VERBATIM_TYPE,
+    Batch,
     FileResult,
     Importer,
+    LogState,
     SourceFile,
     export_lines,
     import_file,
     import_paths,
+    register_entry_type,
 )
 from .codex import CodexImporter
 
 __all__ = [
+    "AGENTS",
     "IMPORT_KEY",
     "VERBATIM_TYPE",
+    "Batch",
     "CodexImporter",
     "FileResult",
     "Importer",
+    "LogState",
     "SourceFile",
+    "export_lines",
     "export_session",
     "get_importer",
     "import_file",
     "import_paths",
+    "register_entry_type",
 ]
 
 AGENTS = ("claude-code", "codex")

@@ -42,12 +42,15 @@ from ..store.store import SessionStore
 __all__ = [
     "IMPORT_KEY",
     "VERBATIM_TYPE",
+    "Batch",
     "FileResult",
     "Importer",
+    "LogState",
     "SourceFile",
     "export_lines",
     "import_file",
     "import_paths",
+    "register_entry_type",
 ]
 
 IMPORT_KEY = "import"
@@ -96,7 +99,8 @@ class FileResult:
     """What importing one file did. ``status``: ``created``, ``appended``, ``unchanged``,
     ``rewritten`` (the file no longer starts with what was imported; left alone),
     ``conflict`` (the session exists and was not imported from this agent's file) or
-    ``error`` (no line of the file is in the agent's format)."""
+    ``error`` (the file cannot be read, or no line of it is in the agent's format; ``message``
+    says which)."""
 
     path: Path
     session_id: str
