@@ -373,7 +373,7 @@ def test_fork_past_the_end_forks_everything_with_a_note(db: str) -> None:
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """stdin counts as a terminal (CliRunner's input is not one)."""
-    monkeypatch.setattr("todo_sessions.cli.stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("todo_sessions.cli.editing.stdin_is_terminal", lambda: True)
 
 
 def test_delete_asks_and_no_keeps_the_session(db: str, terminal: None) -> None:
@@ -454,7 +454,7 @@ def test_demo_hint_without_db_uses_the_default(tmp_path: Path) -> None:
     env = {"TODO_SESSIONS_URL": ""}  # unset: the default database, named by no option
     default = f"sqlite:///{tmp_path}/default.db"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("todo_sessions.cli.default_url", lambda: default)
+        patch.setattr("todo_sessions.cli._context.default_url", lambda: default)
         result = CliRunner().invoke(main, ["demo", "--id", "d1"], env=env)
     assert result.exit_code == 0, result.stderr
     assert f"stored in {tmp_path}/default.db\n" in result.stdout
@@ -469,6 +469,7 @@ def test_demo_hint_without_db_uses_the_default(tmp_path: Path) -> None:
         ("todo-sessions", None, ["todo-sessions"]),
         ("/x/__main__.py", "todo_sessions.__main__", ["<python>", "-m", "todo_sessions"]),
         ("/x/cli.py", "todo_sessions.cli", ["<python>", "-m", "todo_sessions.cli"]),
+        ("/x/__main__.py", "todo_sessions.cli.__main__", ["<python>", "-m", "todo_sessions.cli"]),
         ("/x/pytest", None, ["todo-sessions"]),
     ],
 )
@@ -477,7 +478,7 @@ def test_hints_name_the_program_as_invoked(
 ) -> None:
     from types import ModuleType, SimpleNamespace
 
-    from todo_sessions.cli import program
+    from todo_sessions.cli._options import program
 
     fake_main = ModuleType("__main__")
     fake_main.__spec__ = SimpleNamespace(name=main_module) if main_module else None  # type: ignore[assignment]
@@ -592,6 +593,17 @@ NOT_DATABASES = [
     ("postgresql://u@h:99999/db", "has a port outside 1..65535"),
     ("postgresql://u:secret@h:x/db", "'postgresql://u:***@h:x/db'"),  # the password masked
     ("bogus://x", "--db 'bogus://x' is an unsupported database URL"),
+    # refused by the store's own parser (the one every store uses), with its reason
+    (
+        "postgresql://u:secret@h1:5432,h2:x/db",
+        "--db 'postgresql://u:***@h1:5432,h2:x/db': the port of host 'h2' in the database URL "
+        "is not a number",
+    ),
+    ("postgresql://u@h/db?target_session_attrs=sometimes", "target_session_attrs in the"),
+    ("postgresql://u@h1:5432,h2:70000/db", "has a port outside 1..65535"),
+    ("postgresql://u@h:0/db", "has a port outside 1..65535"),
+    ("postgresql://u@h1,h2/db?port=1,2,3", "hosts and port= list do not match"),
+    ("postgresql://u@h/db?schema=a&schema=b", "gives schema more than once"),
     ("mysql://u@h/db", "is an unsupported database URL"),
     ("://x", "is not a database URL"),
     ("/", "--db '/' is a directory"),
@@ -657,7 +669,7 @@ def test_unexpected_exception_is_one_line_too(db: str, monkeypatch: pytest.Monke
         def __init__(self, *args: object, **kwargs: object) -> None:
             raise RuntimeError("renderer\nexploded")
 
-    monkeypatch.setattr("todo_sessions.cli.Timeline", Broken)
+    monkeypatch.setattr("todo_sessions.cli.sessions.Timeline", Broken)
     result = cli(db, "show", BUILT)
     assert_one_line_error(result, "unexpected RuntimeError: renderer exploded", stdout=BUILT)
     with pytest.raises(RuntimeError):

@@ -17,7 +17,13 @@ from click.testing import CliRunner
 from todo_sessions.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-COMMANDS = sorted(main.commands)
+COMMANDS = main.list_commands(click.Context(main))
+
+
+def command_named(name: str) -> click.Command:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None, name
+    return command
 
 
 def test_there_are_commands() -> None:
@@ -29,7 +35,7 @@ def test_there_are_commands() -> None:
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_command_has_help(name: str) -> None:
-    command = main.commands[name]
+    command = command_named(name)
     assert (command.help or "").strip(), f"`todo-sessions {name}` has no help text"
     for param in command.params:
         if isinstance(param, click.Option):
@@ -37,6 +43,30 @@ def test_command_has_help(name: str) -> None:
     result = CliRunner().invoke(main, [name, "--help"])
     assert result.exit_code == 0
     assert " ".join((command.help or "").split()) in " ".join(result.stdout.split())
+
+
+def test_the_help_lines_are_the_commands_own() -> None:
+    """``--help`` lists the commands from a table without loading them: the table names every
+    command each module of the package defines, and the line each shows."""
+    import importlib
+    import pkgutil
+
+    import todo_sessions.cli as package
+    from todo_sessions.cli._options import COMMANDS as TABLE
+
+    defined: dict[str, str] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"todo_sessions.cli.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, click.Command) and value.name:
+                defined[value.name] = info.name
+    assert defined == {name: module for name, (module, _) in TABLE.items()}
+    for name, (_, line) in TABLE.items():
+        assert command_named(name).get_short_help_str(limit=200) == line
+    listed = CliRunner().invoke(main, ["--help"]).stdout
+    assert all(f"  {name}  " in listed and line in listed for name, (_, line) in TABLE.items())
 
 
 def test_group_options_have_help() -> None:

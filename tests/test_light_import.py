@@ -29,6 +29,62 @@ def test_importing_the_package_loads_no_heavy_dependency() -> None:
     assert out.stdout.splitlines() == ["[]", "True"]  # loaded on first use, not before
 
 
+EXTRAS = (  # the modules of every extra, and the package's products above the library
+    "asyncpg",
+    "jsonschema",
+    "acp",
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "claude_agent_sdk",
+    "agents",
+    "openai",
+    "anthropic",
+    "todo_sessions.harness",
+    "todo_sessions.acp",
+    "todo_sessions.web",
+    "todo_sessions.integrations",
+    "todo_sessions.cli",
+)
+
+
+def test_the_library_loads_neither_the_orm_nor_the_harness_nor_any_extra() -> None:
+    """``import todo_sessions`` loads no SQLAlchemy at all (its ORM included), and every name
+    of the root's surface, once used, loads neither the harness nor any extra."""
+    code = (
+        "import sys, todo_sessions\n"
+        "def loaded(names):\n"
+        "    return sorted(m for m in sys.modules if m in names or m.startswith("
+        "tuple(n + '.' for n in names)))\n"
+        "print(loaded(('sqlalchemy',)))\n"
+        "for name in todo_sessions.__all__:\n"
+        "    getattr(todo_sessions, name)\n"
+        f"print(loaded({EXTRAS!r}))\n"
+        "print('todo_sessions.store.store' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "[]", "True"]
+
+
+def test_a_command_loads_its_own_module_and_no_other_command(tmp_path: Path) -> None:
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("
+        f"('todo_sessions.cli.', *{EXTRAS!r}))), file=sys.stderr))\n"
+        "sys.argv[0] = 'todo-sessions'\n"
+        "from todo_sessions._console import main\n"
+        "main()\n"
+    )
+    db = str(tmp_path / "x.db")
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--db", db, "list"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "no sessions\n"
+    loaded = [f"todo_sessions.cli.{m}" for m in ("_context", "_db", "_options", "_render")]
+    assert out.stderr == f"{sorted(['todo_sessions.cli', *loaded, 'todo_sessions.cli.sessions'])}\n"
+
+
 def test_every_public_name_resolves() -> None:
     assert sorted(dir(todo_sessions)) == sorted(todo_sessions.__all__)
     for name in todo_sessions.__all__:

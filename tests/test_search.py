@@ -239,6 +239,6 @@ async def test_compacted_text_is_found_and_marked_out_of_the_history(url: str) -
 
 
 def test_kinds_are_the_clis() -> None:
-    from todo_sessions.cli import SEARCH_KINDS
+    from todo_sessions.cli._options import SEARCH_KINDS
 
     assert SEARCH_KINDS == KINDS

@@ -330,7 +330,7 @@ def test_migrate_list_and_serve_mask_a_query_password(fresh_pg_url: str) -> None
     assert listed.exit_code == 0, listed.output
     assert "next page:" in listed.stdout and "hunter2" not in listed.output
 
-    from todo_sessions.cli import Context
+    from todo_sessions.cli._context import Context
 
     context = Context(url, False, db_given=True)
     assert "hunter2" not in context.location() and "hunter2" not in context.store_url()

@@ -179,7 +179,7 @@ def test_a_mode_ro_url_never_creates_a_file(tmp_path: Path) -> None:
 
 async def test_the_library_import_refuses_a_line_over_its_limit(tmp_path: Path) -> None:
     from todo_sessions import InvalidEventError, SessionStore
-    from todo_sessions.cli import MAX_LINE_BYTES as CLI_LIMIT
+    from todo_sessions.cli.exporting import MAX_LINE_BYTES as CLI_LIMIT
     from todo_sessions.jsonl import MAX_LINE_BYTES, export_lines, import_lines
 
     assert MAX_LINE_BYTES == CLI_LIMIT == 64 * 1024 * 1024

@@ -29,11 +29,13 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": (
         "AcknowledgedEventsLostError",
+        "ChainKeyError",
         "CheckpointError",
         "CompactionError",
         "CorruptSessionError",
         "EventsNotStoredError",
         "FormatUnsupportedError",
+        "ImportLimitError",
         "InvalidEventError",
         "LeaseLostError",
         "NamespaceError",
@@ -150,11 +152,13 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .core.todos import render_todos as render_todos
     from .core.todos import standing_plan as standing_plan
     from .errors import AcknowledgedEventsLostError as AcknowledgedEventsLostError
+    from .errors import ChainKeyError as ChainKeyError
     from .errors import CheckpointError as CheckpointError
     from .errors import CompactionError as CompactionError
     from .errors import CorruptSessionError as CorruptSessionError
     from .errors import EventsNotStoredError as EventsNotStoredError
     from .errors import FormatUnsupportedError as FormatUnsupportedError
+    from .errors import ImportLimitError as ImportLimitError
     from .errors import InvalidEventError as InvalidEventError
     from .errors import LeaseLostError as LeaseLostError
     from .errors import NamespaceError as NamespaceError

@@ -8,6 +8,8 @@
     ├── SeqConflictError               an append did not start at the stored next seq
     │                                  (another writer got there first, or a replay)
     ├── InvalidEventError (ValueError) an event or payload is malformed; nothing written
+    │   └── ImportLimitError           a file to import is larger (decompressed) or holds
+    │                                  more events than a limit allows (``limit`` names it)
     ├── StructureError                 strict mode: an append breaks turn/step structure
     ├── CompactionError (ValueError)   a compaction or prune span that would break the
     │                                  history (cuts a call from its result, ...); nothing
@@ -21,6 +23,8 @@
     ├── NamespaceError (ValueError)    a schema or table prefix that is malformed, or
     │                                  that the backend does not take
     ├── SearchQueryError (ValueError)  a search query the syntax does not accept
+    ├── ChainKeyError                  an append to a session whose hash chain is keyed,
+    │                                  from a store without that key (or with another)
     ├── SessionLeasedError             resume() of a session another live owner holds
     ├── LeaseLostError                 a service's lease on a session was stolen or expired;
     │                                  its append wrote nothing
@@ -49,10 +53,12 @@ from __future__ import annotations
 
 __all__ = [
     "AcknowledgedEventsLostError",
+    "ChainKeyError",
     "CheckpointError",
     "CorruptSessionError",
     "EventsNotStoredError",
     "FormatUnsupportedError",
+    "ImportLimitError",
     "InvalidEventError",
     "LeaseLostError",
     "NamespaceError",
@@ -123,6 +129,21 @@ class InvalidEventError(TodoSessionsError, ValueError):
         self.seq = seq
         self.field = field
         super().__init__(message)
+
+
+class ImportLimitError(InvalidEventError):
+    """A file to import is larger, decompressed, than ``max_bytes`` or holds more events than
+    ``max_events`` (``limit`` names which, ``value`` its value). It was not read further and
+    nothing was written: a larger file imports with the limit raised."""
+
+    def __init__(self, limit: str, value: int, detail: str) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(
+            f"{detail} (the limit {limit}={value}; raise it to import a larger file): "
+            "nothing imported",
+            field=limit,
+        )
 
 
 class SearchQueryError(TodoSessionsError, ValueError):
@@ -270,6 +291,26 @@ class AcknowledgedEventsLostError(TodoSessionsError):
         super().__init__(message + (f" ({detail})" if detail else ""))
 
 
+class ChainKeyError(TodoSessionsError):
+    """An append refused because the session's hash chain is keyed (its last event was
+    chained with a key) and this store has no key, or another one: the event would be an
+    unkeyed link that ``verify`` with the key reports forever. Open the store with the
+    session's ``chain_key`` (on the command line: ``$TODO_SESSIONS_CHAIN_KEY``). Nothing
+    was written."""
+
+    def __init__(self, session_id: str, seq: int, *, keyed: bool) -> None:
+        self.session_id = session_id
+        self.seq = seq
+        held = "another key" if keyed else "no chain key"
+        super().__init__(
+            f"session {session_id!r} is chained with a key (the link of its event at seq "
+            f"{seq} does not recompute here), and this store has {held}: nothing appended. "
+            "Open the store with the session's chain_key (the command line reads it from "
+            "TODO_SESSIONS_CHAIN_KEY); if the key is right, the event was changed outside "
+            "todo_sessions (`todo-sessions verify`)"
+        )
+
+
 class SessionLeasedError(TodoSessionsError):
     """A session is held by another live owner (a `SessionService` lease)."""
 
@@ -340,7 +381,8 @@ class ProviderResponseError(ModelError):
 class ModelRequestError(ModelError):
     """A model request failed. ``status`` is the HTTP status (None: no response, e.g. a
     connection reset or a dropped stream); ``retryable`` whether trying again may help;
-    ``attempts`` how many tries were made."""
+    ``attempts`` how many tries were made; ``retry_after`` the seconds the provider asked to
+    wait before the next (its ``Retry-After``), or None."""
 
     def __init__(
         self,
@@ -350,11 +392,13 @@ class ModelRequestError(ModelError):
         status: int | None = None,
         retryable: bool = False,
         attempts: int = 1,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(provider, message)
         self.status = status
         self.retryable = retryable
         self.attempts = attempts
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelRequestError):

@@ -14,29 +14,41 @@ byte-identical.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .core.catalog import FORMAT_VERSION, validate_event
-from .core.chain import chain_values
 from .core.envelope import SessionEvent
 from .core.header import KIND, SessionHeader, header_line, shown
-from .core.jsonvalue import LosslessJSONError, decode_json
+from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .core.request_header import is_legacy_request_header, upcast_request_header
 from .core.structure import StructureChecker
 from .core.surface import SurfaceState
-from .errors import InvalidEventError, StructureError
-from .store.codec import event_row, header_row
-from .store.exporting import export_lines
+from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
+from .errors import ImportLimitError, InvalidEventError, StructureError
+from .filecheck import (
+    MAX_BYTES,
+    MAX_EVENTS,
+    MAX_LINE_BYTES,
+    check_file_chain,
+    declared_chain,
+    file_chain,
+    file_chain_problem,
+    numbered_lines,
+)
+from .filecheck import line_error as _fail
+from .store.exporting import chain_key_of, export_lines
 from .store.store import SessionStore
 
 __all__ = [
     "KIND",
+    "MAX_BYTES",
+    "MAX_EVENTS",
     "MAX_LINE_BYTES",
     "REFERENCE_HEADER_TYPE",
     "ImportResult",
+    "check_file_chain",
     "declared_chain",
     "event_lines",
     "export_lines",
@@ -74,60 +86,6 @@ _REFERENCE_HEADER_KEYS = {
 Progress = Callable[[int], None]
 
 
-def file_chain(
-    header: SessionHeader, events: Iterable[SessionEvent], key: bytes = b""
-) -> dict[int, str]:
-    """The hash chain value of each event of a file, by seq, computed from its lines (`key`:
-    `core.chain.derive_key` of the secret the database's chain was keyed with)."""
-    rows = (event_row(header.id, e) for e in events)
-    return dict(enumerate(chain_values(header_row(header), rows, key)))
-
-
-def declared_chain(text: str) -> tuple[int, str | None] | None:
-    """``(seq, value)`` that an export's header line carries, or None (an older export, a
-    reference file, a session without events)."""
-    try:
-        head = decode_json(text.removeprefix("\ufeff"))
-    except LosslessJSONError:
-        return None
-    chain = head.get("chain") if isinstance(head, dict) else None
-    if not isinstance(chain, dict) or type(chain.get("seq")) is not int:
-        return None
-    value = chain.get("head")
-    return chain["seq"], value if isinstance(value, str) else None
-
-
-def file_chain_problem(
-    declared: tuple[int, str | None] | None, computed: dict[int, str]
-) -> str | None:
-    """Why a file's events do not lead to the chain head its header line carries (they, or
-    its header, were edited after the export), or None."""
-    if declared is None:
-        return None
-    seq, value = declared
-    if computed.get(seq) != value:
-        return (
-            f"the file's events do not lead to the chain value its header line carries for "
-            f"seq {seq}: the file was edited after the export (or chained with another key)"
-        )
-    if max(computed, default=-1) > seq:
-        return f"the file holds events past seq {seq}, the last its export carried"
-    return None
-
-
-def _fail(
-    line: int, message: str, cause: InvalidEventError | StructureError | None = None
-) -> InvalidEventError:
-    """The error of a bad line: ``field`` is the line; the event's type and seq are kept from
-    the refusal of the event it holds (``cause``)."""
-    return InvalidEventError(
-        f"line {line}: {message}",
-        event_type=getattr(cause, "event_type", None),
-        seq=None if cause is None else cause.seq,
-        field=f"line {line}",
-    )
-
-
 def event_lines(
     numbered: Iterable[tuple[int, str]], *, first_seq: int | None
 ) -> Iterator[tuple[int, SessionEvent]]:
@@ -148,50 +106,6 @@ def event_lines(
             raise _fail(number, f"event has seq {event.seq}, expected {expected}")
         expected = event.seq + 1
         yield number, event
-
-
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""The longest line `import_lines` / `parse_lines` take by default (64 MiB of UTF-8), as the
-CLI's ``import --max-line-bytes``."""
-
-
-def _too_long(line: str | bytes, limit: int) -> bool:
-    """Whether ``line`` holds more than ``limit`` bytes of UTF-8, its line ending aside."""
-    size = len(line)
-    if isinstance(line, str):
-        if size * 4 <= limit + 2:  # at most 4 bytes a character: no need to encode
-            return False
-        line = line.encode("utf-8", "surrogatepass")
-    ending = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0
-    return len(line) - ending > limit
-
-
-def numbered_lines(
-    lines: Iterable[str | bytes], max_line_bytes: int | None = None
-) -> Iterator[tuple[int, str]]:
-    """``(line number, text)``; undecodable input, or a line longer than ``max_line_bytes``
-    (UTF-8, its newline aside), is an `InvalidEventError` naming its line."""
-    iterator = iter(lines)
-    number = 0
-    while True:
-        number += 1
-        try:
-            line = next(iterator)
-            if max_line_bytes is not None and _too_long(line, max_line_bytes):
-                raise _fail(
-                    number,
-                    f"the line is longer than {max_line_bytes} bytes (the limit: "
-                    "max_line_bytes), nothing imported",
-                )
-            if isinstance(line, bytes | bytearray):
-                line = bytes(line).decode("utf-8")
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            bad = exc.object[exc.start] if exc.start < len(exc.object) else 0
-            problem = f"not UTF-8 text (byte 0x{bad:02x} at column {exc.start + 1})"
-            raise _fail(number, problem) from None
-        yield number, line
 
 
 def parse_header_line(text: str) -> SessionHeader:
@@ -238,13 +152,20 @@ def _reference_header(head: dict[str, Any]) -> SessionHeader:
         raise _fail(1, f"invalid header: {exc}") from None
 
 
-def _unpacked(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+def _unpacked(
+    numbered: Iterable[tuple[int, str]], max_events: int | None = None
+) -> Iterator[tuple[int, str]]:
     """The event lines of a reference file, each packed chunk row replaced by the lines of the
-    ``assistant/chunk`` events it stands for (all with the row's line number)."""
+    ``assistant/chunk`` events it stands for (all with the row's line number). A row that
+    may stand for more than ``max_events`` events (two commas a member, four allowed) is
+    refused before it is decoded: a few KB of gzip can hold one of millions."""
     for number, text in numbered:
         if "-chunks" not in text:  # (cheap: most lines are plain events)
             yield number, text
             continue
+        if max_events is not None and text.count(",") > 4 * max_events + 64:
+            detail = f"line {number}: a packed chunk row stands for more than {max_events} events"
+            raise ImportLimitError("max_events", max_events, detail)
         try:
             row = decode_json(text)
         except LosslessJSONError:
@@ -255,7 +176,7 @@ def _unpacked(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
             continue
         try:
             for wire in _expand_row(row):
-                yield number, json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+                yield number, canonical_json(wire)
         except (KeyError, TypeError, ValueError) as exc:
             raise _fail(number, f"malformed {row.get('type')} row: {exc}") from None
 
@@ -286,7 +207,7 @@ def _expand_row(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             chunk["text"] = part
         yield {
-            "type": "assistant/chunk",
+            "type": ASSISTANT_CHUNK,
             "seq": seq + k,
             "time": time,
             "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
@@ -298,22 +219,31 @@ def parse_lines(
     *,
     progress: Progress | None = None,
     max_line_bytes: int | None = MAX_LINE_BYTES,
+    max_bytes: int | None = MAX_BYTES,
+    max_events: int | None = MAX_EVENTS,
+    chain_of: SessionStore | None = None,
 ) -> tuple[SessionHeader, list[SessionEvent]]:
     """Parse and validate a whole JSONL session; a bad line raises `InvalidEventError` with its
     line number. Each event is checked as an append would check it (payload, surface rules)
     and against the turn/step structure, so what imports is what `verify` accepts. A line
-    over ``max_line_bytes`` (None: no limit) is refused before it is parsed."""
-    numbered = numbered_lines(lines, max_line_bytes)
+    over ``max_line_bytes`` is refused before it is parsed; more than ``max_bytes`` of lines
+    in all or more than ``max_events`` events is an `ImportLimitError` (each: None, no
+    limit). ``chain_of``: a store whose chain key the file's chain value is checked with
+    (`check_file_chain`), as `import_lines` does."""
+    numbered = numbered_lines(lines, max_line_bytes, max_bytes)
     first = next(numbered, None)
     if first is None:
         raise _fail(1, "empty file: expected a header line")
     header = parse_header_line(first[1])
     if _is_reference_header(first[1]):
-        numbered = _unpacked(numbered)
+        numbered = _unpacked(numbered, max_events)
     events: list[SessionEvent] = []
     surface = SurfaceState(build_messages=False)
     structure = StructureChecker()
     for number, event in event_lines(numbered, first_seq=0):
+        if max_events is not None and len(events) >= max_events:
+            detail = f"line {number}: the file holds more than {max_events} events"
+            raise ImportLimitError("max_events", max_events, detail)
         try:
             surface.apply(event)
             structure.apply(event)
@@ -322,6 +252,8 @@ def parse_lines(
         events.append(event)
         if progress is not None:
             progress(1)
+    if chain_of is not None:
+        check_file_chain(first[1], header, events, chain_key_of(chain_of))
     return header, events
 
 
@@ -334,19 +266,32 @@ class ImportResult:
 
 async def import_lines(
     store: SessionStore,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     *,
     as_id: str | None = None,
     progress: Progress | None = None,
     max_line_bytes: int | None = MAX_LINE_BYTES,
+    max_bytes: int | None = MAX_BYTES,
+    max_events: int | None = MAX_EVENTS,
 ) -> ImportResult:
-    """Validate every line, then store the session in one transaction.
+    """Validate every line, and the chain value the header line carries against the events
+    with the store's chain key (`check_file_chain`), then store the session in one
+    transaction.
 
     Importing an id that already exists is refused (`SessionExistsError`) unless ``as_id``
-    gives a new one; a line longer than ``max_line_bytes`` (default 64 MiB; None: no limit)
-    is refused with nothing written (`InvalidEventError` naming it).
+    gives a new one; a line longer than ``max_line_bytes`` (default 64 MiB), more than
+    ``max_bytes`` in all (64 MiB) or ``max_events`` events (200,000) is refused with nothing
+    written (`InvalidEventError` naming the line, `ImportLimitError` naming the limit; None:
+    no limit).
     """
-    header, events = parse_lines(lines, progress=progress, max_line_bytes=max_line_bytes)
+    header, events = parse_lines(
+        lines,
+        progress=progress,
+        max_line_bytes=max_line_bytes,
+        max_bytes=max_bytes,
+        max_events=max_events,
+        chain_of=store,
+    )
     if as_id is not None:
         header = header.model_copy(update={"id": SessionHeader(id=as_id, created_at=0).id})
     if not events:
@@ -374,7 +319,7 @@ def reference_header_line(header: SessionHeader) -> str:
         value = getattr(header, ours)
         if value is not None:
             head[theirs] = value
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(head)
 
 
 def _reference_event(event: SessionEvent, headers_seen: int) -> str:
@@ -382,7 +327,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
     type the reference does not know (our session/meta, an embedder's) marked ignorable."""
     from .core.vocabulary import REFERENCE_EVENT_TYPES
 
-    if event.type == "request/header" and is_legacy_request_header(event.data):
+    if event.type == REQUEST_HEADER and is_legacy_request_header(event.data):
         reason = "initial" if headers_seen == 0 else "change"
         data = upcast_request_header(event.data, reason=reason)
         return event.replace(data=data).to_json()
@@ -393,7 +338,7 @@ def _reference_event(event: SessionEvent, headers_seen: int) -> str:
 
 def _packable(event: SessionEvent) -> str | None:
     """The chunk type of an ``assistant/chunk`` the reference would pack, else None."""
-    if event.type != "assistant/chunk" or event.surface_op is not None or event.ignorable:
+    if event.type != ASSISTANT_CHUNK or event.surface_op is not None or event.ignorable:
         return None
     data = event.data
     if set(data) != {"turn", "step", "chunk"} or type(data["turn"]) is not int:
@@ -449,7 +394,7 @@ def _row(run: list[SessionEvent]) -> str:
         data["texts"] = [e.data["chunk"]["text"] for e in run]
         tag = "text-chunks" if kind == "text-delta" else "reasoning-chunks"
     row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(row)
 
 
 async def reference_lines(
@@ -486,7 +431,7 @@ async def reference_lines(
         for line in flush():
             yield line
         yield _reference_event(event, headers_seen)
-        if event.type == "request/header":
+        if event.type == REQUEST_HEADER:
             headers_seen += 1
     for line in flush():
         yield line

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import time
@@ -35,19 +34,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from ._live import LiveEntry
 from .core.compaction import DEFAULT_PLACEHOLDER, CompactionResult, PruneResult
-from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .errors import (
     EventsNotStoredError,
     LeaseLostError,
-    SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
     StoreError,
     TodoSessionsError,
 )
-from .recovery import default_recovery_dir, write_recovery_file
 from .session import Session, wall_clock_ms
 from .store.leases import Lease
 from .store.store import SessionStore
@@ -66,28 +63,6 @@ _BEFORE_TOOL_RETRIES = (0.05, 0.2, 1.0)
 _CLOSE_FIRST_PAUSE = 0.05
 _CLOSE_MAX_PAUSE = 1.0
 """While closing, a transient failure is retried after 50 ms, doubling up to 1 s."""
-
-
-class _Live:
-    __slots__ = ("checkpointed", "flushed", "inflight", "lease", "lock", "lost", "session")
-
-    def __init__(self, session: Session, flushed: int, lease: Lease | None) -> None:
-        self.session = session
-        self.flushed = flushed
-        """The session's events below this seq are stored."""
-        self.checkpointed = flushed
-        """The seq of the newest projection checkpoint written (or of the start)."""
-        self.lock = asyncio.Lock()
-        self.inflight: asyncio.Future[str] | None = None
-        self.lease = lease
-        self.lost: LeaseLostError | None = None
-
-    def settle(self, write: asyncio.Future[str], count: int) -> None:
-        """Record a finished store append (it may outlive a cancelled flush)."""
-        if self.inflight is write:
-            self.inflight = None
-        if not write.cancelled() and write.exception() is None:
-            self.flushed += count
 
 
 class SessionService:
@@ -144,7 +119,7 @@ class SessionService:
         self.close_timeout = close_timeout
         self.recovery_dir = Path(recovery_dir) if recovery_dir is not None else None
         self.owner = owner or f"service-{uuid.uuid4().hex[:16]}"
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, LiveEntry] = {}
         self._renewer: asyncio.Task[None] | None = None
         self.last_flush_error: BaseException | None = None
 
@@ -165,7 +140,7 @@ class SessionService:
     def _own(self, session: Session, flushed: int, lease: Lease | None) -> Session:
         if session.id in self._live:
             raise SessionExistsError(session.id)
-        self._live[session.id] = _Live(session, flushed, lease)
+        self._live[session.id] = LiveEntry(session, flushed, lease)
         if not self.retain_events:
             session.release_stored(flushed)
         if self.flush_interval is not None and (self._flusher is None or self._flusher.done()):
@@ -331,35 +306,9 @@ class SessionService:
                     continue
                 if live.lost is not None:
                     raise live.lost
-                write = asyncio.ensure_future(self.store.append(sid, events, lease=live.lease))
-                live.inflight = write
-                write.add_done_callback(functools.partial(live.settle, count=len(events)))
-                try:
-                    await asyncio.shield(write)
-                except SeqConflictError:
-                    # An earlier flush may have committed although its answer never came (the
-                    # connection died and the store could not read the outcome back): then
-                    # the stored log continues with these very events, and this is no conflict.
-                    ours = await self._stored_already(sid, events)
-                    if not ours:
-                        raise
-                    live.flushed += ours
-                    if ours < len(events):
-                        rest = events[ours:]
-                        await self.store.append(sid, rest, lease=live.lease)
-                        live.flushed += len(rest)
+                await live.write(self.store, events)
                 if not self.retain_events:
                     live.session.release_stored(live.flushed)
-
-    async def _stored_already(self, session_id: str, events: list[SessionEvent]) -> int:
-        """How many of ``events`` are stored, exactly, where they belong; 0 when the stored
-        log holds anything else there (a real conflict)."""
-        stored = await self.store.read_from(session_id, events[0].seq, limit=len(events))
-        if not stored or [e.to_json() for e in stored] != [
-            e.to_json() for e in events[: len(stored)]
-        ]:
-            return 0
-        return len(stored)
 
     def checkpoint_for(self, session_id: str) -> Callable[[str], Any]:
         """The checkpoint callback for an `AgentLoop` on this session."""
@@ -480,25 +429,9 @@ class SessionService:
             if live.inflight is not None:
                 await asyncio.gather(asyncio.shield(live.inflight), return_exceptions=True)
             del self._live[session_id]
-            path = self._save_unstored(live)
+            path = live.save_unstored(self.recovery_dir)
         if live.lost is None:
             await self._give_back(live.lease)
-        return path
-
-    def _save_unstored(self, live: _Live) -> Path | None:
-        events = live.session.events_from(live.flushed)
-        if not events:
-            return None
-        directory = self.recovery_dir or default_recovery_dir()
-        path = write_recovery_file(directory, live.session.header, events)
-        logger.warning(
-            "session %r: %d unstored event(s) (seq %d-%d) written to the recovery file %s",
-            live.session.id,
-            len(events),
-            events[0].seq,
-            events[-1].seq,
-            path,
-        )
         return path
 
     async def aclose(self) -> None:
@@ -517,7 +450,7 @@ class SessionService:
                 failure = await self._close_until(sid, deadline)
                 if failure is not None:
                     live = self._live.pop(sid)
-                    path = self._save_unstored(live)
+                    path = live.save_unstored(self.recovery_dir)
                     if path is None:  # nothing was queued: only giving the lease back failed
                         continue
                     count = live.session.next_seq - live.flushed

@@ -28,6 +28,7 @@ from .core.header import SessionHeader
 from .core.structure import OpenCall
 from .core.surface import MessageSnapshot
 from .core.todos import TodoItem
+from .core.types import STEP_END, STEP_START, TURN_END, TURN_START
 
 __all__ = ["Session", "Subscriber", "wall_clock_ms"]
 
@@ -221,9 +222,9 @@ class Session:
         self._track_step(event)
 
     def _track_step(self, event: SessionEvent) -> None:
-        if event.type == "step/start":
+        if event.type == STEP_START:
             self._step_start = event.seq
-        elif event.type in ("step/end", "turn/start", "turn/end"):
+        elif event.type in (STEP_END, TURN_START, TURN_END):
             self._step_start = None
 
     # -- compaction (docs/format.md, "Compaction") ----------------------------------------------

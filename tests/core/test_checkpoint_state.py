@@ -245,3 +245,67 @@ def test_fold_is_apply_all_from_empty() -> None:
     state.apply_all(b.events)
     assert fold(b.events).encode() == state.encode()
     assert fold([]).encode() == LiveState.empty().encode()
+
+
+# -- advance: the lenient fold of a stored log (what the SDK adapters keep) --------------------
+
+
+def _folded(state: LiveState) -> tuple[Any, ...]:
+    return (
+        state.next_seq,
+        state.structure.export(),
+        state.surface.export(),
+        state.todos,
+        state.standing,
+        state.last_time,
+        state.last_event,
+    )
+
+
+def test_advance_folds_a_valid_log_as_apply_does() -> None:
+    b = a_log()
+    b.tool_result("c2")
+    b.step_end()
+    b.compact(b.surface[0], b.surface[-1])
+    b.turn_end()
+    checked, lenient = LiveState.empty(), LiveState.empty(messages=False)
+    for event in b.events:
+        checked.apply(event)
+        lenient.advance(event)
+        assert _folded(lenient) == _folded(checked), event
+    with pytest.raises(RuntimeError):
+        lenient.surface.snapshot()  # no messages built
+
+
+def test_advance_leaves_what_an_event_cannot_change_and_never_raises() -> None:
+    b = a_log()
+    surface_before = b.surface[:]
+    todos_before = fold(b.events).todos
+    bad_replace = SessionEvent(
+        "user/message",
+        b.next_seq,
+        T0,
+        {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}},
+        surface_op={"op": "replace", "start": 999, "end": 999},
+        source_event_seqs=[999],
+    )
+    bad_todos = SessionEvent("todo/write", b.next_seq + 1, T0, {"todos": "not a list"})
+    state = LiveState.empty(messages=False)
+    for event in [*b.events, bad_replace, bad_todos]:
+        state.advance(event)
+    assert list(state.surface.seqs) == surface_before
+    assert state.todos == todos_before and state.next_seq == b.next_seq + 2
+    with pytest.raises(InvalidEventError):
+        LiveState.empty().apply_all([*b.events, bad_replace])  # the checked fold refuses it
+
+
+def test_call_place_names_the_open_turns_calls_only() -> None:
+    b = a_log()  # turn 2, step 1: an assistant message calling c2, then its tool/call
+    state = fold(b.events)
+    assert state.structure.call_place("c2") == (2, 1)
+    assert state.structure.call_place("c1") is None  # turn 1's call: its turn is closed
+    assert state.structure.call_place("nope") is None
+    b.tool_result("c2")
+    b.step_end()
+    b.turn_end()
+    assert fold(b.events).structure.call_place("c2") is None

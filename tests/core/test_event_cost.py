@@ -413,22 +413,22 @@ def test_validation_outcome_is_the_models(case: tuple[str, Any]) -> None:
     event = SessionEvent(kind, 5, 0, data)
     check = catalog._CHECKS[kind]
     assert check is not None
-    if check(event._data):  # the check vouches: the model must accept
-        EVENT_TYPES[kind].model.model_validate(event._data)
+    if check(event.payload):  # the check vouches: the model must accept
+        EVENT_TYPES[kind].model.model_validate(event.payload)
     assert outcome(event, fast=True) == outcome(event, fast=False)
 
 
 def test_the_typical_types_have_a_compiled_check() -> None:
     for kind, data in TYPICAL.items():
         check = catalog._CHECKS[kind]
-        assert check is not None and check(SessionEvent(kind, 0, 0, data)._data), kind
+        assert check is not None and check(SessionEvent(kind, 0, 0, data).payload), kind
 
 
 def test_a_field_set_by_its_python_name_is_left_to_pydantic() -> None:
     data = {"turn": 1, "step": 1, "call_id": "c1", "name": "read", "arguments": "{}"}
     event = SessionEvent("tool/call", 0, 0, data)
     check = catalog._CHECKS["tool/call"]
-    assert check is not None and not check(event._data)
+    assert check is not None and not check(event.payload)
     assert outcome(event, fast=True) == outcome(event, fast=False)
 
 

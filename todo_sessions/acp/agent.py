@@ -9,14 +9,11 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   runs; it answers with the turn's stop reason once every update has been sent.
 - ``load_session`` replays the whole stored log (user messages, assistant text and thoughts,
   tool calls and their results, and every ``todo/write`` as a ``plan``), page by page
-  (`SessionStore.read_from` pages, the next one read while one is sent, at most two held:
-  memory stays flat in the session's length), then sends the session's
-  ``session_info_update`` and ``usage_update`` (summed during the replay), and only then
-  answers. The updates' JSON is built straight from the stored payloads
-  (`UpdateMapper.feed_wire`); a page's updates go out in one write and one drain. An
-  unknown id is ``RequestError.resource_not_found``.
+  (`todo_sessions.acp.replay`: memory stays flat in the session's length), then sends the
+  session's ``session_info_update`` and ``usage_update`` (summed during the replay), and
+  only then answers. An unknown id is ``RequestError.resource_not_found``.
 - ``list_sessions``: the store's sessions newest activity first, `LIST_PAGE_SIZE` per page,
-  cursor paging on the store's keyset pagination (`todo_sessions.acp.listing`).
+  cursor paging on the store's keyset pagination (`todo_sessions.acp.session_list`).
 - ``resume_session`` makes a stored session live without replaying it (repairing an
   interrupted last turn under the service's lease); ``close_session`` flushes it and gives
   the lease back; ``delete_session`` deletes it through `SessionStore.delete`;
@@ -36,9 +33,8 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
 - ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
   is answered with the JSON-RPC error it deserves and the agent keeps running.
 - A tool whose ``requires_permission`` attribute is true runs only after the client allowed it
-  through ``session/request_permission`` (allow once, allow always for the session, reject);
-  a rejected (or unanswerable) request is an error result the model reads: "not run: …".
-  The client is shown the ``tool_call`` before it is asked.
+  through ``session/request_permission`` (`todo_sessions.acp.permissions`); the client is
+  shown the ``tool_call`` before it is asked.
 """
 
 from __future__ import annotations
@@ -46,61 +42,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal
+from typing import Any
 
 from ..core.envelope import SessionEvent
-from ..core.meta import META_TYPE
-from ..errors import (
-    InvalidEventError,
-    SessionExistsError,
-    SessionLeasedError,
-    SessionNotFoundError,
-    StructureError,
-    TodoSessionsError,
-)
+from ..errors import SessionExistsError, StructureError, TodoSessionsError
 from ..harness.loop import AgentLoop
 from ..harness.model import Model
-from ..harness.tools.base import ToolContext, ToolResult
+from ..harness.tools.base import ToolContext
 from ..harness.tools.registry import ToolRegistry
 from ..service import SessionService
 from ..session import Session
 from ..store.results import SessionSummary
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools
+from .client_errors import client_errors
 from .connection import AgentConnection
+from .following import Followers
 from .jsonrpc import GuardedStdioTransport
-from .listing import (
-    CursorError,
-    check_cwd,
-    cursor_position,
-    decode_cursor,
-    encode_cursor,
-    first_line,
-    iso_time,
-    session_info,
-)
-from .mapping import (
-    SessionUpdate,
-    UpdateMapper,
-    plan_content_update,
-    todos_to_plan,
-    update_to_wire,
-)
+from .listing import iso_time
+from .mapping import SessionUpdate, UpdateMapper, plan_content_update, todos_to_plan
+from .permissions import PermissionGate, ask_client
+from .prompting import TurnForwarder, prompt_blocks, prompt_response
+from .replay import Replay, read_pages, send_page
+from .session_list import list_page, title_of
 from .usage import UsageTally, context_window
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
 
 logger = logging.getLogger("todo_sessions.acp")
-
-StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-
-_STOP_REASONS: dict[str, StopReason] = {
-    "completed": "end_turn",
-    "max-tokens": "max_tokens",
-    "aborted": "cancelled",
-}
 
 
 def _version() -> str:
@@ -113,89 +84,11 @@ def _version() -> str:
 LIST_PAGE_SIZE = 50
 """Sessions per ``session/list`` page (the schema leaves the page size to the agent)."""
 
-_TITLE_SCAN = 64
-"""How many first events of an untitled session are looked through for a user message."""
-
 _REPLAY_PAGE = 2000
 """Events per read of a ``session/load`` replay; a page's updates are written together."""
 
 _FOLLOW_INTERVAL = 0.2
 """Seconds between looks at an open session's log on SQLite (PostgreSQL is notified)."""
-
-
-@contextlib.contextmanager
-def _client_errors(session_id: str | None = None) -> Iterator[None]:
-    """Bad input from the client (an invalid id, cwd or prompt) is ``invalid_params``; with
-    ``session_id``, an unknown session is ``resource_not_found`` and one held by another live
-    service an ``invalid_request`` naming the holder."""
-    try:
-        yield
-    except InvalidEventError as exc:
-        raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
-    except SessionNotFoundError:
-        if session_id is None:
-            raise
-        raise _sdk.RequestError.resource_not_found(session_id) from None
-    except SessionLeasedError as exc:
-        raise _leased(exc) from None
-
-
-def _leased(exc: SessionLeasedError) -> _sdk.RequestError:
-    return _sdk.RequestError(
-        -32600,
-        f"session {exc.session_id!r} is held by {exc.owner} (lease until "
-        f"{iso_time(exc.expires_at)}); close it there first",
-        {"sessionId": exc.session_id, "holder": exc.owner, "expiresAt": iso_time(exc.expires_at)},
-    )
-
-
-def _prompt_blocks(prompt: list[Any]) -> list[dict[str, Any]]:
-    """ACP prompt content → our content blocks (text and images; others as text notes)."""
-    blocks: list[dict[str, Any]] = []
-    for block in prompt:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            blocks.append({"type": "text", "text": block.text})
-        elif kind == "image":
-            blocks.append({"type": "image", "mediaType": block.mime_type, "data": block.data})
-        elif kind == "resource_link":
-            blocks.append({"type": "text", "text": f"[resource] {block.uri}"})
-    return blocks or [{"type": "text", "text": ""}]
-
-
-PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
-_PERMISSION_OPTIONS: tuple[tuple[str, str, PermissionKind], ...] = (
-    ("allow-once", "Allow", "allow_once"),
-    ("allow-always", "Always allow in this session", "allow_always"),
-    ("reject-once", "Reject", "reject_once"),
-)
-
-AskPermission = Callable[[str, Any, ToolContext], Awaitable[str | None]]
-
-
-class _PermissionGate(ToolRegistry):
-    """The agent's tools; those with ``requires_permission`` ask the client first.
-
-    ``ask(name, args, context)`` returns None when the call may run, else why not.
-    """
-
-    def __init__(self, tools: ToolRegistry, ask: AskPermission) -> None:
-        super().__init__()
-        for name in tools.names():
-            tool = tools.get(name)
-            if tool is not None:
-                self.register(tool)
-        self._ask = ask
-
-    async def execute(
-        self, name: str, args: dict[str, Any] | str | None, context: ToolContext
-    ) -> ToolResult:
-        tool = self.get(name)
-        if tool is not None and getattr(tool, "requires_permission", False):
-            refused = await self._ask(name, args, context)
-            if refused is not None:
-                return ToolResult.error(f"not run: {refused}")
-        return await super().execute(name, args, context)
 
 
 class TodoSessionsAgent:
@@ -220,10 +113,10 @@ class TodoSessionsAgent:
             raise ValueError(f"list_page_size must be an int >= 1, got {list_page_size!r}")
         self.service = service
         self._model_factory = model_factory
-        self._tools = _PermissionGate(tools_factory(), self._ask_permission)
+        self._tools = PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None
-        self._queues: dict[str, asyncio.Queue[SessionEvent | None]] = {}
-        """Per running prompt: the events not yet sent to the client."""
+        self._forwarders: dict[str, TurnForwarder] = {}
+        """Per running prompt: what sends its events to the client."""
         self._always: dict[str, set[str]] = {}
         """Per session: tools the user allowed for the whole session."""
         self._loops: dict[str, AgentLoop] = {}
@@ -235,7 +128,7 @@ class TodoSessionsAgent:
         """Per live session: what this agent's client was shown so far."""
         self._backlog: dict[str, list[SessionEvent]] = {}
         """Per live session: events appended on resume (crash repair), not sent yet."""
-        self._followers: dict[str, asyncio.Task[None]] = {}
+        self._followers = Followers(self._announce)
         """Per session the client has open: the task following its log (``session/meta``)."""
         self._usage: dict[str, UsageTally] = {}
         """Per open session whose usage is known here: the running total."""
@@ -263,25 +156,10 @@ class TodoSessionsAgent:
                 out.append(plan_content_update(update))
         return out
 
-    async def _send_wire(self, session_id: str, updates: list[dict[str, Any]]) -> None:
-        """Send wire updates (`UpdateMapper.feed_wire`) together, in order. A connection
-        without ``session_updates`` (the SDK's own ``AgentSideConnection``) is given each one
-        as the SDK's model, validated from its JSON."""
-        if not updates:
-            return
-        send_many = getattr(self._conn, "session_updates", None)
-        if send_many is not None:
-            await send_many(session_id, updates)
-            return
-        for update in updates:
-            notification = {"sessionId": session_id, "update": update}
-            model = _sdk.SessionNotification.model_validate(notification).update
-            await self._conn.session_update(session_id=session_id, update=model)
-
     async def aclose(self) -> None:
         """Stop following the open sessions (the service stays the caller's)."""
-        for session_id in list(self._followers):
-            await self._unfollow(session_id)
+        for session_id in self._followers.ids():
+            await self._followers.unfollow(session_id)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -305,7 +183,7 @@ class TodoSessionsAgent:
         )
 
     async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
-        with _client_errors():
+        with client_errors():
             session = await self.service.new(cwd=cwd, origin="acp")
         self._mappers[session.id] = self._mapper()
         self._usage[session.id] = UsageTally()
@@ -315,7 +193,7 @@ class TodoSessionsAgent:
         return UpdateMapper(present_call=self._tools.present_call)
 
     async def _summary(self, session_id: str) -> SessionSummary:
-        with _client_errors(session_id):
+        with client_errors(session_id):
             return await self.service.store.summary(session_id)
 
     async def _live(self, session_id: str) -> Session:
@@ -337,7 +215,7 @@ class TodoSessionsAgent:
         start = await self._open_turn(session_id)
         tail = [] if start is None else await self._read(session_id, start)
         try:
-            with _client_errors(session_id):
+            with client_errors(session_id):
                 session = await self.service.resume(session_id)
         except SessionExistsError:  # resumed concurrently by another request
             return await self._live(session_id)
@@ -349,12 +227,12 @@ class TodoSessionsAgent:
     async def _open_turn(self, session_id: str) -> int | None:
         """The seq of the last turn's ``turn/start`` when that turn is still open, else None
         (one indexed read)."""
-        with _client_errors(session_id):
+        with client_errors(session_id):
             last = await self.service.store.latest_event(session_id, "turn/start", "turn/end")
         return last.seq if last is not None and last.type == "turn/start" else None
 
     async def _read(self, session_id: str, from_seq: int) -> list[SessionEvent]:
-        with _client_errors(session_id):
+        with client_errors(session_id):
             return await self.service.store.read_from(session_id, from_seq)
 
     def _prime(self, session_id: str, events: Sequence[SessionEvent]) -> None:
@@ -370,55 +248,18 @@ class TodoSessionsAgent:
         if session_id in self.service.live_ids():
             await self.service.flush(session_id)
         summary = await self._summary(session_id)
-        mapper = self._mapper()
-        tally = UsageTally()
-        title = summary.title
-        next_seq = 0
-        with _client_errors(session_id):
-            pages = contextlib.aclosing(self._pages(session_id))
-            async with pages as reading:
+        replay = Replay(self._mapper(), summary.title, self._with_plan_update)
+        with client_errors(session_id):
+            pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
+            async with contextlib.aclosing(pages) as reading:
                 async for page in reading:
-                    batch: list[dict[str, Any]] = []
-                    for event in page:
-                        tally.feed(event)
-                        if title is None and event.type == "user/message":
-                            title = first_line(event.data)
-                        if event.type == "todo/write":  # a plan (and plan_update if asked)
-                            plans = self._with_plan_update(mapper.feed(event))
-                            batch.extend(map(update_to_wire, plans))
-                        else:
-                            batch.extend(mapper.feed_wire(event))
-                    await self._send_wire(session_id, batch)
-                    next_seq = page[-1].seq + 1
-        await self._send_info(session_id, summary, title)
-        await self._send(session_id, tally.update())
+                    await send_page(self._conn, session_id, replay.page(page))
+        await self._send_info(session_id, summary, replay.title)
+        await self._send(session_id, replay.tally.update())
         if session_id not in self.service.live_ids():
-            self._usage[session_id] = tally
-        self._follow(session_id, next_seq)
+            self._usage[session_id] = replay.tally
+        self._follow(session_id, replay.next_seq)
         return _sdk.LoadSessionResponse()
-
-    async def _pages(self, session_id: str) -> AsyncGenerator[list[SessionEvent], None]:
-        """The stored log in pages of `_REPLAY_PAGE` events (`SessionStore.read_from`, each
-        page its own short read, as `SessionStore.stream` reads), the next page read while
-        the caller works on this one: at most two pages are held, whatever the length."""
-        store = self.service.store
-        page = await store.read_from(session_id, 0, limit=_REPLAY_PAGE)
-        while page:
-            ahead: asyncio.Task[list[SessionEvent]] | None = None
-            if len(page) == _REPLAY_PAGE:
-                ahead = asyncio.ensure_future(
-                    store.read_from(session_id, page[-1].seq + 1, limit=_REPLAY_PAGE)
-                )
-                await asyncio.sleep(0)  # let the read start before this page is worked on
-            try:
-                yield page
-            except BaseException:
-                if ahead is not None:
-                    ahead.cancel()
-                    with contextlib.suppress(BaseException):
-                        await ahead
-                raise
-            page = [] if ahead is None else await ahead
 
     async def resume_session(
         self, cwd: str, session_id: str, **_: Any
@@ -431,7 +272,7 @@ class TodoSessionsAgent:
         holder) and nothing is written."""
         await self._live(session_id)
         summary = await self._summary(session_id)
-        await self._send_info(session_id, summary, summary.title or await self._title(summary))
+        await self._send_info(session_id, summary, await title_of(self.service.store, summary))
         self._follow(session_id, summary.next_seq)
         return _sdk.ResumeSessionResponse()
 
@@ -450,7 +291,7 @@ class TodoSessionsAgent:
             done = self._prompt_done.get(session_id)
             if done is not None:
                 await done.wait()
-        await self._unfollow(session_id)
+        await self._followers.unfollow(session_id)
         if session_id in self.service.live_ids():
             await self.service.close(session_id)
         for held in (self._mappers, self._backlog, self._session_loops, self._always, self._usage):
@@ -465,12 +306,12 @@ class TodoSessionsAgent:
         store = self.service.store
         lease = None
         if self.service.leases:
-            with _client_errors(session_id):
+            with client_errors(session_id):
                 lease = await store.acquire_lease(
                     session_id, self.service.owner, ttl=self.service.lease_ttl
                 )
         try:
-            with _client_errors(session_id):
+            with client_errors(session_id):
                 await store.delete(session_id)
         except BaseException:
             if lease is not None:
@@ -493,7 +334,7 @@ class TodoSessionsAgent:
                 {"message": f"session {session_id!r} has no closed turn to fork at"}
             )
         try:
-            with _client_errors(session_id):
+            with client_errors(session_id):
                 log = await self.service.store.fork(session_id, boundary, title=summary.title)
         except (StructureError, ValueError) as exc:
             raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
@@ -503,39 +344,9 @@ class TodoSessionsAgent:
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> _sdk.ListSessionsResponse:
         """One page of the store's sessions, newest activity first (`LIST_PAGE_SIZE`)."""
-        store = self.service.store
-        before = None
-        if cursor is not None:
-            try:
-                before = cursor_position(*decode_cursor(cursor, store.store_id))
-            except CursorError as exc:
-                raise _sdk.RequestError.invalid_params({"cursor": str(exc)}) from None
-        try:
-            cwd = check_cwd(cwd)
-        except ValueError as exc:
-            raise _sdk.RequestError.invalid_params({"cwd": str(exc)}) from None
-        with _client_errors():
-            rows = await store.list(limit=self.list_page_size + 1, before=before, cwd=cwd)
-        page, more = rows[: self.list_page_size], len(rows) > self.list_page_size
-        sessions = [
-            session_info(summary, summary.title or await self._title(summary))
-            for summary in page
-            if summary.cwd  # the schema needs a cwd; a session without one is not listed
-        ]
-        next_cursor = None
-        if more:
-            last = page[-1]
-            next_cursor = encode_cursor(store.store_id, last.updated_at, last.id)
-        return _sdk.ListSessionsResponse(sessions=sessions, next_cursor=next_cursor)
-
-    async def _title(self, summary: SessionSummary) -> str | None:
-        """The first line of the session's first user message, looked for among its first
-        `_TITLE_SCAN` events (one short read), else None."""
-        events = await self.service.store.read_from(summary.id, 0, limit=_TITLE_SCAN)
-        for event in events:
-            if event.type == "user/message":
-                return first_line(event.data)
-        return None
+        return await list_page(
+            self.service.store, cwd=cwd, cursor=cursor, page_size=self.list_page_size
+        )
 
     # -- following open sessions ----------------------------------------------------------------
 
@@ -552,36 +363,12 @@ class TodoSessionsAgent:
 
     def _follow(self, session_id: str, from_seq: int) -> None:
         """Follow a session the client has open from ``from_seq`` (no-op if followed)."""
-        task = self._followers.get(session_id)
-        if task is None or task.done():
-            self._followers[session_id] = asyncio.create_task(
-                self._follow_meta(session_id, from_seq)
-            )
+        self._followers.follow(self.service.store, session_id, from_seq, self.follow_interval)
 
-    async def _unfollow(self, session_id: str) -> None:
-        task = self._followers.pop(session_id, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _follow_meta(self, session_id: str, from_seq: int) -> None:
-        """Send a ``session_info_update`` for each ``session/meta`` event that changes the
-        title or tags, whoever appended it; ends quietly when the session is deleted or the
-        store closes."""
-        store = self.service.store
-        try:
-            events = store.follow(session_id, from_seq, poll_interval=self.follow_interval)
-            async for event in events:
-                if event.type == META_TYPE and ("title" in event.data or "tags" in event.data):
-                    summary = await store.summary(session_id)
-                    await self._send_info(
-                        session_id, summary, summary.title or await self._title(summary)
-                    )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # deleted, store closed, client gone: nothing more to send
-            logger.debug("stopped following session %r: %s", session_id, exc)
+    async def _announce(self, session_id: str) -> None:
+        """The session's title and tags changed: its ``session_info_update``."""
+        summary = await self.service.store.summary(session_id)
+        await self._send_info(session_id, summary, await title_of(self.service.store, summary))
 
     async def _send_usage(self, session_id: str) -> None:
         """The session's ``usage_update`` after a turn. The first time for a session resumed
@@ -641,47 +428,19 @@ class TodoSessionsAgent:
         todos = session.todos
         if todos and any(t.status != "completed" for t in todos):
             await self._send(session_id, todos_to_plan(todos))
-        queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
-        self._queues[session_id] = queue
 
-        ended: list[SessionEvent] = []
+        async def send(update: SessionUpdate) -> None:
+            await self._send(session_id, update)
 
-        def forward(event: SessionEvent) -> None:
-            queue.put_nowait(event)
-            if event.type == "turn/end":
-                ended.append(event)
-
-        tally = self._usage.get(session_id)
-
-        async def sender() -> None:
-            while (event := await queue.get()) is not None:
-                try:
-                    if tally is not None:
-                        tally.feed(event)
-                    updates = mapper.feed(event)
-                    if event.type != "user/message":  # the client shows its own prompt
-                        for update in updates:
-                            await self._send(session_id, update)
-                finally:
-                    queue.task_done()
-
-        unsubscribe = session.subscribe(forward)
-        sending = asyncio.create_task(sender())
+        forwarder = TurnForwarder(session, mapper, self._usage.get(session_id), send)
+        self._forwarders[session_id] = forwarder
         try:
-            with _client_errors():
-                outcome = await loop.run_turn(_prompt_blocks(prompt))
+            async with forwarder:
+                with client_errors():
+                    outcome = await loop.run_turn(prompt_blocks(prompt))
         finally:
-            unsubscribe()
-            queue.put_nowait(None)
-            await sending
-            self._queues.pop(session_id, None)
-        if outcome.reason == "error":
-            reason = ended[-1].data.get("reason", {}) if ended else {}
-            last = reason.get("error") or {}
-            if last.get("code") == "MAX_STEPS":
-                return _sdk.PromptResponse(stop_reason="max_turn_requests")
-            raise _sdk.RequestError.internal_error({"message": last.get("message", "turn failed")})
-        return _sdk.PromptResponse(stop_reason=_STOP_REASONS.get(outcome.reason, "end_turn"))
+            self._forwarders.pop(session_id, None)
+        return prompt_response(outcome, forwarder.end)
 
     async def _ask_permission(self, name: str, args: Any, context: ToolContext) -> str | None:
         """Ask the client whether a call may run: None if allowed, else the reason."""
@@ -690,38 +449,16 @@ class TodoSessionsAgent:
             return f"{name} needs the user's permission and there is no client to ask"
         if name in self._always.get(session_id, ()):
             return None
-        queue = self._queues.get(session_id)
-        if queue is not None:
-            await queue.join()  # the client has been shown the tool_call it is asked about
-        shown = self._tools.present_call(name, args) or {}
-        kind = shown.get("kind")
-        tool_call = _sdk.ToolCallUpdate(
-            tool_call_id=context.call_id,
-            title=shown.get("title") or name,
-            kind=kind if kind in _sdk.TOOL_KINDS else "other",
-            status="pending",
-            raw_input=shown.get("raw_input", args),
+        forwarder = self._forwarders.get(session_id)
+        if forwarder is not None:
+            await forwarder.queue.join()  # the client has been shown the tool_call it is asked
+        shown = self._tools.present_call(name, args)
+        refused, always = await ask_client(
+            self._conn, session_id, context.call_id, name, args, shown
         )
-        options = [
-            _sdk.PermissionOption(option_id=option, name=label, kind=kind_)
-            for option, label, kind_ in _PERMISSION_OPTIONS
-        ]
-        try:
-            response = await self._conn.request_permission(
-                session_id=session_id, tool_call=tool_call, options=options
-            )
-        except Exception as exc:
-            logger.warning("session/request_permission failed: %s", exc)
-            return f"{name} needs the user's permission and the client could not be asked"
-        outcome = response.outcome
-        if getattr(outcome, "outcome", None) != "selected":
-            return "the permission request was cancelled"
-        if outcome.option_id == "allow-always":
+        if always:
             self._always.setdefault(session_id, set()).add(name)
-            return None
-        if outcome.option_id == "allow-once":
-            return None
-        return f"the user did not allow this call of {name}"
+        return refused
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         loop = self._loops.get(session_id)

@@ -70,12 +70,12 @@ def decode_cursor(cursor: str, store_id: str) -> tuple[int, str]:
     if type(updated_at) is not int or not 0 <= updated_at <= MAX_INT:
         raise CursorError("the cursor is not one this agent handed out")
     try:
-        check_session_id(session_id)
+        checked = check_session_id(session_id)
     except InvalidEventError:  # too long, empty, control characters, lone surrogates
         raise CursorError("the cursor is not one this agent handed out") from None
     if payload.get("store") != store_id:
         raise CursorError("the cursor comes from another session store")
-    return updated_at, session_id
+    return updated_at, checked
 
 
 def check_cwd(cwd: Any) -> str | None:

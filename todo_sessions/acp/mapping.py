@@ -10,7 +10,8 @@ See docs/design.md, "ACP bridge".
 - `update_to_wire`: an update as the JSON the SDK sends inside ``session/update`` params.
 - `UpdateMapper.feed_wire`: the same updates as `update_to_wire` gives, built straight from
   the stored JSON for the frequent kinds (message chunks, tool calls and results) without the
-  SDK's models; what ``session/load`` replays with (tests check it against the models).
+  SDK's models (`todo_sessions.acp.wire`); what ``session/load`` replays with (tests check it
+  against the models).
 
 Message chunks carry a ``messageId`` derived from the log (``seq-<N>`` for user and agent
 text, ``seq-<N>-thought`` for reasoning). ``N`` is the event's seq for a user message and for
@@ -34,11 +35,9 @@ The ``compaction/*`` records send nothing either, so the plan the client shows s
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ValidationError
 
 from ..core.catalog import AssistantMessageData, ToolCallData, ToolResultData
@@ -55,6 +54,8 @@ from ..core.todos import TodoItem, todos_from_payload
 from ..errors import InvalidEventError
 from . import _sdk
 from ._sdk import SessionUpdate
+from .shown import ClientView, PresentCall
+from .wire import WIRE_KINDS, wire_updates
 
 __all__ = [
     "PresentCall",
@@ -67,13 +68,6 @@ __all__ = [
     "todos_to_plan",
     "update_to_wire",
 ]
-
-PresentCall = Callable[[str, Any], Mapping[str, Any] | None]
-"""``present_call(tool_name, parsed_arguments)``: ``{title, kind, raw_input}`` or ``None``.
-
-Any key that is missing or ``None`` falls back to the default (tool name, ``"other"``, the
-parsed arguments); a ``kind`` the SDK does not know becomes ``"other"``.
-"""
 
 
 def todos_to_plan(todos: Sequence[TodoItem]) -> _sdk.PlanUpdate:
@@ -311,46 +305,38 @@ class UpdateMapper:
     fresh one, so both send the same updates for the same events.
     """
 
-    __slots__ = ("_anchor", "_present_call", "_shown", "_streamed")
+    __slots__ = ("_view",)
 
     def __init__(self, *, present_call: PresentCall | None = None) -> None:
-        self._present_call = present_call
-        self._shown: set[str] = set()
-        self._anchor: int | None = None
-        self._streamed: set[str] = set()
+        self._view = ClientView(present_call)
 
     def shown(self, call_id: str) -> bool:
         """Whether the client was shown a ``tool_call`` for ``call_id``."""
-        return call_id in self._shown
+        return call_id in self._view.calls
 
     def feed(self, event: SessionEvent) -> list[SessionUpdate]:
         """The updates ``event`` shows the client (often none)."""
+        view = self._view
         if event.type == "assistant/chunk":
-            if self._anchor is None:
-                self._anchor = event.seq
-            updates = chunk_to_updates(event, self._anchor)
+            updates = chunk_to_updates(event, view.chunk(event.seq, None))
             for update in updates:
-                self._streamed.add(
-                    "reasoning" if update.session_update == "agent_thought_chunk" else "text"
-                )
+                kind = "reasoning" if update.session_update == "agent_thought_chunk" else "text"
+                view.chunk(event.seq, kind)
             return updates
         payload = _parse(event)
         if isinstance(payload, AssistantMessageData):
-            anchor, streamed = self._anchor, frozenset(self._streamed)
-            self._anchor, self._streamed = None, set()
-            if anchor is None or anchor not in (event.source_event_seqs or ()):
-                anchor, streamed = None, frozenset()
+            anchor, streamed = view.end_call(event)
             return _assistant_updates(event, payload, anchor=anchor, skip=streamed)
         if event.type in _BOUNDARIES:
-            self._anchor, self._streamed = None, set()  # chunks no message cited: left shown
+            view.forget_call()
             return []
         if isinstance(payload, ToolCallData):
-            self._shown.add(payload.call_id)
+            view.calls.add(payload.call_id)
         elif isinstance(payload, ToolResultData) and not self.shown(payload.message.source.call_id):
             return []  # the client never saw this call start: nothing to update
         elif isinstance(payload, ToolResultData) and event.surface_op not in (None, "append"):
             return []  # a pruned result: the client keeps the output it was shown
-        return _updates(event, payload, self._present_call)
+        return _updates(event, payload, view.present_call)
 
     def feed_wire(self, event: SessionEvent) -> list[dict[str, Any]]:
         """``[update_to_wire(u) for u in self.feed(event)]``, built without the SDK's models.
@@ -362,216 +348,16 @@ class UpdateMapper:
         that gives a ``rawInput``) takes `feed` and the SDK's models, so the JSON is the same.
         """
         kind = event.type
-        build = _WIRE.get(kind)
-        if build is not None:
-            try:
-                wire = build(self, event)
-            except _Fallback:
-                wire = None
+        if kind in WIRE_KINDS:
+            wire = wire_updates(self._view, event)
             if wire is not None:
                 return wire
         elif kind in _BOUNDARIES:
-            self._anchor, self._streamed = None, set()  # as `feed` does
+            self._view.forget_call()  # as `feed` does
             return []
         elif kind != "todo/write":
             return []  # `feed` shows nothing of any other kind
         return [update_to_wire(update) for update in self.feed(event)]
-
-
-class _Fallback(Exception):
-    """The payload is not of the plain shape the fast path builds from: use the models."""
-
-
-def _payload(event: SessionEvent) -> Any:
-    """The event's stored JSON, decoded once (orjson: the strings the fast path copies are
-    the stdlib's; a number it would change is never copied to the wire)."""
-    try:
-        return orjson.loads(event.data_json)
-    except orjson.JSONDecodeError:
-        raise _Fallback from None
-
-
-def _text_or_image(block: Any) -> dict[str, Any] | None:
-    """`_content` of a stored block, as wire JSON (None: shows nothing)."""
-    if type(block) is not dict:
-        raise _Fallback
-    kind = block.get("type")
-    if kind == "text" or kind == "reasoning":
-        text = block.get("text")
-        if type(text) is not str:
-            raise _Fallback
-        return {"text": text, "type": "text"} if text else None
-    if kind == "image":
-        media_type, data = block.get("mediaType"), block.get("data")
-        if type(media_type) is not str or type(data) is not str:
-            raise _Fallback
-        return {"data": data, "mimeType": media_type, "type": "image"}
-    if type(kind) is not str:
-        raise _Fallback
-    return None
-
-
-def _blocks(message: Any) -> list[Any]:
-    content = message.get("content") if type(message) is dict else None
-    if type(content) is not list:
-        raise _Fallback
-    return content
-
-
-def _wire_user(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
-    try:
-        blocks = _blocks(_payload(event))
-        message_id = f"seq-{event.seq}"
-        return [
-            {"content": content, "messageId": message_id, "sessionUpdate": "user_message_chunk"}
-            for block in blocks
-            if (content := _text_or_image(block)) is not None
-        ]
-    except _Fallback:
-        return None
-
-
-def _wire_assistant(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
-    try:
-        blocks = _blocks(_payload(event).get("message"))
-        shown = [(block["type"], c) for block in blocks if (c := _text_or_image(block)) is not None]
-    except (_Fallback, AttributeError):
-        return None
-    anchor, streamed = mapper._anchor, mapper._streamed
-    mapper._anchor, mapper._streamed = None, set()
-    if anchor is None or anchor not in (event.source_event_seqs or ()):
-        anchor, streamed = None, set()
-    base = f"seq-{event.seq if anchor is None else anchor}"
-    updates: list[dict[str, Any]] = []
-    for kind, content in shown:
-        if kind in streamed:
-            continue
-        if kind == "reasoning":
-            updates.append(
-                {
-                    "content": content,
-                    "messageId": f"{base}-thought",
-                    "sessionUpdate": "agent_thought_chunk",
-                }
-            )
-        else:
-            updates.append(
-                {"content": content, "messageId": base, "sessionUpdate": "agent_message_chunk"}
-            )
-    return updates
-
-
-def _wire_chunk(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
-    data = _payload(event)
-    chunk = data.get("chunk") if type(data) is dict else None
-    if mapper._anchor is None:
-        mapper._anchor = event.seq
-    if type(chunk) is not dict or type(chunk.get("text")) is not str or not chunk["text"]:
-        return []
-    message_id = f"seq-{mapper._anchor}"
-    content = {"text": chunk["text"], "type": "text"}
-    kind = chunk.get("type")
-    if kind == "text-delta":
-        mapper._streamed.add("text")
-        return [
-            {"content": content, "messageId": message_id, "sessionUpdate": "agent_message_chunk"}
-        ]
-    if kind == "reasoning-delta":
-        mapper._streamed.add("reasoning")
-        thought = f"{message_id}-thought"
-        return [{"content": content, "messageId": thought, "sessionUpdate": "agent_thought_chunk"}]
-    return []
-
-
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(name)  # NaN and Infinity: the models serialise them differently
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value - value != 0.0:  # 1e999 parses to inf: the models' path
-        raise ValueError(text)
-    return value
-
-
-_ARGUMENTS = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
-"""Tool arguments as `_parse_arguments` reads them, refusing what the models write otherwise."""
-
-
-def _wire_call(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
-    data = _payload(event)
-    if type(data) is not dict:
-        return None
-    call_id, name, arguments = data.get("callId"), data.get("name"), data.get("arguments")
-    if type(call_id) is not str or type(name) is not str or type(arguments) is not str:
-        return None
-    if not call_id or not name:
-        return None
-    if _SURROGATE.search(arguments):
-        return None  # a lone surrogate maybe: the models' path
-    try:
-        parsed = _ARGUMENTS.decode(arguments)
-    except ValueError:
-        return None  # not JSON (passed raw) or with NaN: the models' path
-    present = mapper._present_call
-    shown = (present(name, parsed) if present else None) or {}
-    title, kind = shown.get("title") or name, shown.get("kind")
-    if shown.get("raw_input") is not None or type(title) is not str:
-        return None  # what the tool presents is serialised by the models
-    mapper._shown.add(call_id)
-    update: dict[str, Any] = {
-        "toolCallId": call_id,
-        "title": title,
-        "kind": kind if kind in _sdk.TOOL_KINDS else "other",
-        "status": "in_progress",
-    }
-    if parsed is not None:
-        update["rawInput"] = parsed
-    update["sessionUpdate"] = "tool_call"
-    return [update]
-
-
-def _wire_result(mapper: UpdateMapper, event: SessionEvent) -> list[dict[str, Any]] | None:
-    if event.surface_op is not None and event.surface_op != "append":
-        return None  # a rewritten result: what it shows is the models' path's to say
-    try:
-        data = _payload(event)
-        message = data["message"]
-        source_call = message["source"]["callId"]
-        block = _blocks(message)[0]
-        if type(block) is not dict or block.get("type") != "tool-result":
-            return None
-        call_id, is_error = block["toolCallId"], block.get("isError")
-        if type(source_call) is not str or type(call_id) is not str or not call_id:
-            return None
-        if is_error is not None and type(is_error) is not bool:
-            return None
-        contents = [c for inner in _blocks(block) if (c := _text_or_image(inner)) is not None]
-    except (_Fallback, KeyError, TypeError, IndexError):
-        return None
-    if source_call not in mapper._shown:
-        return []  # the client never saw this call start: nothing to update
-    failed = bool(is_error) or data.get("error") is not None
-    update: dict[str, Any] = {
-        "toolCallId": call_id,
-        "status": "failed" if failed else "completed",
-    }
-    if contents:
-        update["content"] = [{"content": c, "type": "content"} for c in contents]
-    update["sessionUpdate"] = "tool_call_update"
-    return [update]
-
-
-_WIRE: dict[str, Callable[[UpdateMapper, SessionEvent], list[dict[str, Any]] | None]] = {
-    "user/message": _wire_user,
-    "assistant/message": _wire_assistant,
-    "assistant/chunk": _wire_chunk,
-    "tool/call": _wire_call,
-    "tool/result": _wire_result,
-}
 
 
 def replay_updates(

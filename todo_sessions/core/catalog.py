@@ -11,6 +11,7 @@ only payloads the fast check cannot vouch for, so it stays the source of every e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -30,6 +31,22 @@ from .meta import meta_problem
 from .registry import _CHECKS, _REGISTRY, EVENT_TYPES, EventType, register_event_type
 from .request_header import RequestContextData, RequestHeaderData
 from .todos import TodoItem, todo_list_problem
+from .types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SESSION_END_SEED,
+    SESSION_META,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "EVENT_TYPES",
@@ -170,20 +187,20 @@ class SessionMetaData(WireModel):
 
 
 for _name, _model, _surface in (
-    ("turn/start", TurnStartData, False),
-    ("turn/end", TurnEndData, False),
-    ("step/start", StepData, False),
-    ("step/end", StepData, False),
-    ("user/message", UserMessageData, True),
-    ("assistant/chunk", AssistantChunkData, False),
-    ("assistant/message", AssistantMessageData, True),
-    ("tool/call", ToolCallData, False),
-    ("tool/result", ToolResultData, True),
-    ("todo/write", TodoWriteData, False),
-    ("request/header", RequestHeaderData, False),
-    ("request/context", RequestContextData, False),
-    ("session/end-seed", SessionEndSeedData, False),
-    ("session/meta", SessionMetaData, False),
+    (TURN_START, TurnStartData, False),
+    (TURN_END, TurnEndData, False),
+    (STEP_START, StepData, False),
+    (STEP_END, StepData, False),
+    (USER_MESSAGE, UserMessageData, True),
+    (ASSISTANT_CHUNK, AssistantChunkData, False),
+    (ASSISTANT_MESSAGE, AssistantMessageData, True),
+    (TOOL_CALL, ToolCallData, False),
+    (TOOL_RESULT, ToolResultData, True),
+    (TODO_WRITE, TodoWriteData, False),
+    (REQUEST_HEADER, RequestHeaderData, False),
+    (REQUEST_CONTEXT, RequestContextData, False),
+    (SESSION_END_SEED, SessionEndSeedData, False),
+    (SESSION_META, SessionMetaData, False),
 ):
     register_event_type(_name, _model, surface=_surface)
 
@@ -217,6 +234,54 @@ def _payload_error(event: SessionEvent, exc: ValidationError) -> InvalidEventErr
     )
 
 
+def _check_surface_fields(event: SessionEvent, entry: EventType) -> None:
+    """``surfaceOp`` and ``sourceEventSeqs`` only on surface types; the seqs unique, each
+    before the event, and not empty (but on ``assistant/message``)."""
+    seqs = event.source_event_seqs
+    if not entry.surface:
+        field = "surfaceOp" if event.surface_op is not None else "sourceEventSeqs"
+        raise InvalidEventError(
+            f"{_where(event)} may not carry {field}: only surface events "
+            "(user/message, assistant/message, tool/result) do",
+            event_type=event.type,
+            seq=event.seq,
+            field=field,
+        )
+    if seqs is None:
+        return
+    problem = None
+    if len(set(seqs)) != len(seqs):
+        problem = "must be unique"
+    elif seqs and max(seqs) >= event.seq:
+        problem = "must each be smaller than the event's own seq"
+    elif not seqs and event.type != ASSISTANT_MESSAGE:
+        problem = "must not be empty (only assistant/message may cite nothing)"
+    if problem:
+        raise InvalidEventError(
+            f"{_where(event)}: sourceEventSeqs {list(seqs)} {problem}",
+            event_type=event.type,
+            seq=event.seq,
+            field="sourceEventSeqs",
+        )
+
+
+def _todos_problem(data: Any) -> tuple[str, str] | None:
+    problem = todo_list_problem(data.get("todos"))
+    return None if not problem else ("data.todos", problem)
+
+
+def _meta_problem(data: Any) -> tuple[str, str] | None:
+    found = meta_problem(data)
+    return None if found is None else (found[0], f"{found[0]}: {found[1]}")
+
+
+_PAYLOAD_RULES: dict[str, Callable[[Any], tuple[str, str] | None]] = {
+    TODO_WRITE: _todos_problem,
+    SESSION_META: _meta_problem,
+}
+"""The rules of a payload its model does not express: ``(field, message)`` or None."""
+
+
 def validate_event(event: SessionEvent) -> None:
     """Check one event against the catalog; raise `InvalidEventError` naming type, seq, field.
 
@@ -239,39 +304,17 @@ def validate_event(event: SessionEvent) -> None:
             seq=event.seq,
             field="type",
         )
-    seqs = event.source_event_seqs
-    if not entry.surface and (event.surface_op is not None or seqs is not None):
-        field = "surfaceOp" if event.surface_op is not None else "sourceEventSeqs"
-        raise InvalidEventError(
-            f"{_where(event)} may not carry {field}: only surface events "
-            "(user/message, assistant/message, tool/result) do",
-            event_type=event.type,
-            seq=event.seq,
-            field=field,
-        )
-    if seqs is not None:
-        problem = None
-        if len(set(seqs)) != len(seqs):
-            problem = "must be unique"
-        elif seqs and max(seqs) >= event.seq:
-            problem = "must each be smaller than the event's own seq"
-        elif not seqs and event.type != "assistant/message":
-            problem = "must not be empty (only assistant/message may cite nothing)"
-        if problem:
-            raise InvalidEventError(
-                f"{_where(event)}: sourceEventSeqs {list(seqs)} {problem}",
-                event_type=event.type,
-                seq=event.seq,
-                field="sourceEventSeqs",
-            )
+    if event.surface_op is not None or event.source_event_seqs is not None:
+        _check_surface_fields(event, entry)
+    data = event.payload
     check = _CHECKS.get(event.type)
     try:
-        valid = check is not None and check(event._data)
+        valid = check is not None and check(data)
     except Exception:  # e.g. nesting deep enough to exhaust the stack: pydantic decides
         valid = False
     if not valid:
         try:
-            entry.model.model_validate(event._data)
+            entry.model.model_validate(data)
         except ValidationError as exc:
             raise _payload_error(event, exc) from None
     if entry.surface and event.surface_op is None:
@@ -282,20 +325,12 @@ def validate_event(event: SessionEvent) -> None:
             seq=event.seq,
             field="surfaceOp",
         )
-    elif event.type == "todo/write":
-        problem = todo_list_problem(event._data.get("todos"))
-        if problem:
+    rule = _PAYLOAD_RULES.get(event.type)
+    if rule is not None:
+        found = rule(data)
+        if found is not None:
             raise InvalidEventError(
-                f"invalid {_where(event)}: {problem}",
-                event_type=event.type,
-                seq=event.seq,
-                field="data.todos",
-            )
-    elif event.type == "session/meta":
-        found = meta_problem(event._data)
-        if found:
-            raise InvalidEventError(
-                f"invalid {_where(event)}: {found[0]}: {found[1]}",
+                f"invalid {_where(event)}: {found[1]}",
                 event_type=event.type,
                 seq=event.seq,
                 field=found[0],

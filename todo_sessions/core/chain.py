@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from hashlib import blake2b
 from typing import Any
 
+from .jsonvalue import canonical_json
+
 __all__ = [
     "BOUND_HEADER_FIELDS",
     "CHAIN_SIZE",
@@ -60,7 +62,7 @@ def genesis(header: Mapping[str, Any], key: bytes = b"") -> bytes:
     """The chain value before seq 0: the header's bound fields (a ``sessions`` row, or
     `store.codec.header_row` of a `SessionHeader`), as canonical JSON."""
     bound = {name: header[name] for name in BOUND_HEADER_FIELDS}
-    text = json.dumps(bound, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    text = canonical_json(bound, sort_keys=True)
     return blake2b(_GENESIS + text.encode("utf-8"), digest_size=CHAIN_SIZE, key=key).digest()
 
 

@@ -18,6 +18,7 @@ format, text that does not decode, or nodes that do not match their digest raise
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from .jsonvalue import LosslessJSONError, canonical_json, decode_json
 from .structure import StructureChecker
 from .surface import SurfaceState
 from .todos import TodoItem, todos_from_payload
+from .types import TODO_WRITE, TURN_START
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LiveState"]
 
@@ -59,8 +61,10 @@ class LiveState:
     can tell a checkpoint of another log of the same length, by reading that one row."""
 
     @classmethod
-    def empty(cls) -> LiveState:
-        return cls(SurfaceState(), StructureChecker())
+    def empty(cls, *, messages: bool = True) -> LiveState:
+        """The state before seq 0; ``messages=False``: the surface keeps its order only and
+        builds no messages (for a reader that never asks for them)."""
+        return cls(SurfaceState(build_messages=messages), StructureChecker())
 
     @property
     def next_seq(self) -> int:
@@ -79,17 +83,32 @@ class LiveState:
         validate_event(event)
         if check_structure:
             self.structure.check(event)
-        todos = (
-            todos_from_payload(event.data, seq=event.seq) if event.type == "todo/write" else None
-        )
+        todos = todos_from_payload(event.data, seq=event.seq) if event.type == TODO_WRITE else None
         self.surface.apply(event)  # validates first; changes nothing if it raises
+        self._advance(event, todos)
+
+    def advance(self, event: SessionEvent) -> None:
+        """Fold one more event of a stored log without checking it (it was checked when it
+        was appended), leniently: never raises. What the event cannot change is left as it
+        was: a surface op the surface cannot take (from a writer that did not check the
+        surface rules), a ``todo/write`` list that is not one."""
+        todos = None
+        if event.type == TODO_WRITE:
+            with contextlib.suppress(InvalidEventError):  # not a list: the plan stays
+                todos = todos_from_payload(event.payload, seq=event.seq)
+        if event.surface_op is not None or event.source_event_seqs is not None:
+            with contextlib.suppress(InvalidEventError):  # an op it cannot take: it stays
+                self.surface.apply(event)
+        self._advance(event, todos)
+
+    def _advance(self, event: SessionEvent, todos: list[TodoItem] | None) -> None:
         self.structure.advance(event)
         self.last_time = event.time
         self.last_event = event
         if todos is not None:
             self.todos = todos
             self.standing = True
-        elif event.type == "turn/start":
+        elif event.type == TURN_START:
             self.standing = False
 
     def copy(self) -> LiveState:

@@ -24,6 +24,14 @@ from .envelope import SessionEvent
 from .messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, UserMessage
 from .surface import SurfaceState, _build_message
 from .todos import TodoItem, render_todos
+from .types import (
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -273,67 +281,15 @@ def plan_compaction(
         raise ValueError(f"trigger must be 'manual' or 'auto', not {trigger!r}")
     surface = state.surface
     order = surface.seqs
-    if not order:
-        raise CompactionError("the surface is empty: nothing to compact", seq=None, reason="empty")
-    if end_seq is None:
-        end_seq = span_ending_before_turns(surface, 1)
-        if end_seq is None:
-            if any(_is_prompt(surface.node_message(s)) for s in order):
-                raise CompactionError(
-                    f"nothing before the last user prompt (seq {order[0]}) to compact",
-                    seq=order[0],
-                    reason="empty",
-                )
-            end_seq = order[-1]
-    if start_seq is None:
-        start_seq = order[0]
-    index = {seq: position for position, seq in enumerate(order)}
-    for name, seq in (("start", start_seq), ("end", end_seq)):
-        if seq not in index:
-            raise CompactionError(
-                f"span {name} seq {seq} is not on the surface", seq=seq, reason="not-on-surface"
-            )
-    first, last = index[start_seq], index[end_seq]
-    if first > last:
-        raise CompactionError(
-            f"span start seq {start_seq} comes after end seq {end_seq} in surface order",
-            seq=start_seq,
-            reason="reversed",
-        )
+    start_seq, end_seq, first, last = _checked_span(state, start_seq, end_seq, open_step_seq)
     span = order[first : last + 1]
-    for seq in span if state.structure.open_step is not None else ():
-        if _in_open_step(surface.node_event(seq), state, open_step_seq):
-            raise CompactionError(
-                f"the span ends inside the open step {state.structure.open_step} "
-                f"(seq {seq} belongs to it)",
-                seq=seq,
-                reason="open-step",
-            )
-    unanswered = frozenset(c.call_id for c in state.structure.unanswered_calls())
-    found = _cut(surface, order, first, last, None, unanswered)
-    if found is not None:
-        raise CompactionError(
-            f"span {start_seq}..{end_seq} is refused: {found[0]}", seq=found[1], reason="cuts-call"
-        )
-
     blocks = _summary_blocks(summary)
     compaction_id = compaction_id or str(uuid.uuid4())
-    todos = state.todos
     n = state.next_seq
     turn = state.structure.open_turn
-    removed_messages = [surface.node_message(seq) for seq in span]
-    shadowed = estimate_tokens(removed_messages)
+    shadowed = estimate_tokens([surface.node_message(seq) for seq in span])
     kept = [surface.node_message(seq) for seq in (*order[:first], *order[last + 1 :])]
-    message_blocks = list(blocks)
-    plan = plan_text(todos)
-    if plan is not None:
-        message_blocks.append({"type": "text", "text": plan})
-    message = {
-        "id": f"{session_id}:c{n + 2}",
-        "role": "user",
-        "content": message_blocks,
-        "source": {"kind": "plugin", "plugin": SUMMARY_PLUGIN, "compactionId": compaction_id},
-    }
+    message = _summary_message(f"{session_id}:c{n + 2}", compaction_id, blocks, state.todos)
     after = estimate_tokens([*kept, UserMessage.model_validate(message)])
     before = tokens_before if tokens_before is not None else estimate_tokens(kept) + shadowed
     shadow = {
@@ -350,23 +306,101 @@ def plan_compaction(
     owned = {*shadow, "compactionId", "summary"}  # the record cannot override these
     record = {k: v for k, v in (call_record or {}).items() if k not in owned}
     events = [
-        PendingEvent("compaction/start", start),
+        PendingEvent(COMPACTION_START, start),
         PendingEvent(
-            "compaction/summary",
+            COMPACTION_SUMMARY,
             {"compactionId": compaction_id, "summary": blocks, **shadow, **record},
         ),
         PendingEvent(
-            "user/message",
+            USER_MESSAGE,
             message,
             {"op": "replace", "start": start_seq, "end": end_seq},
             (n, n + 1, *span),
         ),
         PendingEvent(
-            "compaction/end", {"compactionId": compaction_id, "turn": turn, "tokensAfter": after}
+            COMPACTION_END, {"compactionId": compaction_id, "turn": turn, "tokensAfter": after}
         ),
     ]
     result = CompactionResult(compaction_id, n, n + 1, n + 2, n + 3, tuple(span), before, after)
     return events, result
+
+
+def _summary_message(
+    message_id: str,
+    compaction_id: str,
+    blocks: list[dict[str, Any]],
+    todos: Sequence[TodoItem] | None,
+) -> dict[str, Any]:
+    """The ``user/message`` that takes the span's place: the summary, then the plan."""
+    message_blocks = list(blocks)
+    plan = plan_text(todos)
+    if plan is not None:
+        message_blocks.append({"type": "text", "text": plan})
+    return {
+        "id": message_id,
+        "role": "user",
+        "content": message_blocks,
+        "source": {"kind": "plugin", "plugin": SUMMARY_PLUGIN, "compactionId": compaction_id},
+    }
+
+
+def _default_end(surface: SurfaceState) -> int:
+    """The span's end when none is given: the node before the last user prompt (the last
+    node when there is no prompt)."""
+    order = surface.seqs
+    end_seq = span_ending_before_turns(surface, 1)
+    if end_seq is not None:
+        return end_seq
+    if any(_is_prompt(surface.node_message(s)) for s in order):
+        raise CompactionError(
+            f"nothing before the last user prompt (seq {order[0]}) to compact",
+            seq=order[0],
+            reason="empty",
+        )
+    return order[-1]
+
+
+def _checked_span(
+    state: LiveState, start_seq: int | None, end_seq: int | None, open_step_seq: int | None
+) -> tuple[int, int, int, int]:
+    """``(start seq, end seq, first position, last position)`` of the span to compact, after
+    the checks that may refuse it (`CompactionError`)."""
+    surface = state.surface
+    order = surface.seqs
+    if not order:
+        raise CompactionError("the surface is empty: nothing to compact", seq=None, reason="empty")
+    if end_seq is None:
+        end_seq = _default_end(surface)
+    if start_seq is None:
+        start_seq = order[0]
+    index = {seq: position for position, seq in enumerate(order)}
+    for name, seq in (("start", start_seq), ("end", end_seq)):
+        if seq not in index:
+            raise CompactionError(
+                f"span {name} seq {seq} is not on the surface", seq=seq, reason="not-on-surface"
+            )
+    first, last = index[start_seq], index[end_seq]
+    if first > last:
+        raise CompactionError(
+            f"span start seq {start_seq} comes after end seq {end_seq} in surface order",
+            seq=start_seq,
+            reason="reversed",
+        )
+    for seq in order[first : last + 1] if state.structure.open_step is not None else ():
+        if _in_open_step(surface.node_event(seq), state, open_step_seq):
+            raise CompactionError(
+                f"the span ends inside the open step {state.structure.open_step} "
+                f"(seq {seq} belongs to it)",
+                seq=seq,
+                reason="open-step",
+            )
+    unanswered = frozenset(c.call_id for c in state.structure.unanswered_calls())
+    found = _cut(surface, order, first, last, None, unanswered)
+    if found is not None:
+        raise CompactionError(
+            f"span {start_seq}..{end_seq} is refused: {found[0]}", seq=found[1], reason="cuts-call"
+        )
+    return start_seq, end_seq, first, last
 
 
 def failed_compaction(
@@ -380,10 +414,8 @@ def failed_compaction(
     if tokens_before is not None:
         start["tokensBefore"] = tokens_before
     return [
-        PendingEvent("compaction/start", start),
-        PendingEvent(
-            "compaction/end", {"compactionId": compaction_id, "turn": turn, "error": error}
-        ),
+        PendingEvent(COMPACTION_START, start),
+        PendingEvent(COMPACTION_END, {"compactionId": compaction_id, "turn": turn, "error": error}),
     ]
 
 
@@ -422,7 +454,7 @@ def plan_prune(
             reason="outside-turn",
         )
     surface = state.surface
-    results = [seq for seq in surface.seqs if surface.node_event(seq).type == "tool/result"]
+    results = [seq for seq in surface.seqs if surface.node_event(seq).type == TOOL_RESULT]
     if keep_last:
         results = results[:-keep_last]
     if before_seq is not None:
@@ -439,7 +471,7 @@ def plan_prune(
             continue
         events.append(
             PendingEvent(
-                "compaction/prune",
+                COMPACTION_PRUNE,
                 {
                     "shadowedRange": {"start": seq, "end": seq},
                     "shadowedSeqs": [seq],
@@ -449,7 +481,7 @@ def plan_prune(
         )
         events.append(
             PendingEvent(
-                "tool/result",
+                TOOL_RESULT,
                 _pruned_data(event.data_copy(), placeholder),
                 {"op": "replace", "start": seq, "end": seq},
                 (seq,),

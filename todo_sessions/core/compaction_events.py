@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from .messages import ContentBlock, WireModel
+from .types import COMPACTION_END, COMPACTION_PRUNE, COMPACTION_START, COMPACTION_SUMMARY
 
 __all__ = [
     "COMPACTION_EVENT_TYPES",
@@ -99,9 +100,9 @@ class CompactionPruneData(_Shadowed):
 
 
 COMPACTION_EVENT_TYPES: dict[str, type[WireModel]] = {
-    "compaction/start": CompactionStartData,
-    "compaction/summary": CompactionSummaryData,
-    "compaction/end": CompactionEndData,
-    "compaction/prune": CompactionPruneData,
+    COMPACTION_START: CompactionStartData,
+    COMPACTION_SUMMARY: CompactionSummaryData,
+    COMPACTION_END: CompactionEndData,
+    COMPACTION_PRUNE: CompactionPruneData,
 }
 """The ``compaction/*`` types and their payload models (registered by the catalog)."""

@@ -10,15 +10,26 @@ through the log is byte-exact. ``event.data`` is a deep frozen view of that payl
 from __future__ import annotations
 
 import json
-import re
-import reprlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
 from ..errors import InvalidEventError
+from .envelope_checks import (
+    MAX_INT,
+    SurfaceOp,
+    SurfaceReplace,
+    brief_repr,
+    check_source_seqs,
+    fail,
+    label,
+    null_surface_field,
+    parse_surface_op,
+    refuse_envelope,
+    refuse_ignorable,
+)
+from .jsontext import read_as_written
 from .jsonvalue import (
     LosslessJSONError,
     canonical_fast,
@@ -28,113 +39,17 @@ from .jsonvalue import (
     lossless_copy,
     thaw,
 )
-from .registry import EVENT_TYPES
 
 __all__ = [
     "MAX_INT",
     "SessionEvent",
     "SurfaceOp",
     "SurfaceReplace",
+    "brief_repr",
     "parse_surface_op",
 ]
 
-MAX_INT = 2**53 - 1
-"""The largest seq, and the largest magnitude of a time or of a header's integers: the integers
-a JSON number carries exactly to a JavaScript reader (``Number.MAX_SAFE_INTEGER``), which both
-backends store (docs/format.md, "Events and the envelope"). Payload data is not limited."""
-
 _WIRE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
-
-
-@dataclass(frozen=True, slots=True)
-class SurfaceReplace:
-    """``{"op": "replace", "start": a, "end": b}``: replace surface nodes a..b by this event."""
-
-    start: int
-    end: int
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"op": "replace", "start": self.start, "end": self.end}
-
-
-SurfaceOp = Literal["append"] | SurfaceReplace
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int
-
-
-def _fail(message: str, *, event_type: Any, seq: Any, field: str | None = None) -> NoReturn:
-    kind = event_type if isinstance(event_type, str) else None
-    number = seq if _is_int(seq) else None
-    raise InvalidEventError(message, event_type=kind, seq=number, field=field)
-
-
-def _label(event_type: Any, seq: Any) -> str:
-    kind = repr(event_type) if isinstance(event_type, str) else "<invalid type>"
-    return f"event {kind} (seq {seq if _is_int(seq) else '?'})"
-
-
-_BRIEF = reprlib.Repr()
-_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
-_BRIEF.maxlist = _BRIEF.maxdict = _BRIEF.maxtuple = 8
-
-
-def _large(value: Any, depth: int = 32, nodes: int = 10_000) -> bool:
-    """Whether ``value`` nests deeper than ``depth`` or holds more than ``nodes`` values
-    (walked without recursion, stopping as soon as it knows)."""
-    stack = [(value, 0)]
-    seen = 0
-    while stack:
-        item, level = stack.pop()
-        seen += 1
-        if level > depth or seen > nodes:
-            return True
-        if isinstance(item, Mapping):
-            stack.extend((child, level + 1) for child in item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend((child, level + 1) for child in item)
-    return False
-
-
-def brief_repr(value: Any) -> str:
-    """``repr(value)`` for an error message; for a value nested deep or holding very many
-    values, a short one, a few levels and items deep (`reprlib`), so a value nested past the
-    recursion limit is never walked whole (no `RecursionError`)."""
-    return _BRIEF.repr(value) if _large(value) else repr(value)
-
-
-def parse_surface_op(value: Any, *, event_type: Any = None, seq: Any = None) -> SurfaceOp | None:
-    """Accept ``None``, ``"append"``, a `SurfaceReplace` or its wire dict."""
-    if value is None or value == "append" or isinstance(value, SurfaceReplace):
-        return value
-    if isinstance(value, Mapping) and (
-        set(value) == {"op", "start", "end"}
-        and value["op"] == "replace"
-        and _is_int(value["start"])
-        and _is_int(value["end"])
-        and 0 <= value["start"] <= MAX_INT
-        and 0 <= value["end"] <= MAX_INT
-    ):
-        return SurfaceReplace(value["start"], value["end"])
-    _fail(
-        f'{_label(event_type, seq)}: surfaceOp must be "append" or '
-        f'{{"op": "replace", "start": int, "end": int}}, got {brief_repr(value)}',
-        event_type=event_type,
-        seq=seq,
-        field="surfaceOp",
-    )
-
-
-def _null_surface_field(event_type: Any, seq: Any, key: str) -> NoReturn:
-    """Refuse ``"surfaceOp": null`` or ``"sourceEventSeqs": null``: a key that is present is
-    checked as present (docs/format.md, "Surface rules")."""
-    entry = EVENT_TYPES.get(event_type) if isinstance(event_type, str) else None
-    if entry is not None and not entry.surface:
-        problem = f"may not carry {key} (not even null): only surface events do"
-    else:
-        problem = f"carries an invalid {key}: null (leave the key out instead)"
-    _fail(f"{_label(event_type, seq)} {problem}", event_type=event_type, seq=seq, field=key)
 
 
 def _surface_op_wire(op: SurfaceOp | None) -> Any:
@@ -143,7 +58,6 @@ def _surface_op_wire(op: SurfaceOp | None) -> Any:
 
 _set = object.__setattr__
 _type_of = type
-_INT_ONLY = frozenset({int})
 
 
 class _Parsed:
@@ -166,10 +80,10 @@ class SessionEvent:
 
     __slots__ = (
         "_checked",
-        "_data",
         "_data_json",
         "_frozen",
         "ignorable",
+        "payload",
         "seq",
         "source_event_seqs",
         "surface_op",
@@ -183,7 +97,10 @@ class SessionEvent:
     surface_op: SurfaceOp | None
     source_event_seqs: tuple[int, ...] | None
     ignorable: bool
-    _data: Any
+    payload: Any
+    """The payload as decoded, for reading at no cost: plain dicts and lists, shared with the
+    event (and with everyone who reads it), so they must not be changed. `data` is a view that
+    refuses changes, `data_copy` a copy to change."""
     _data_json: str
     _frozen: Any
     _checked: Any
@@ -200,70 +117,35 @@ class SessionEvent:
         source_event_seqs: Sequence[int] | None = None,
         ignorable: bool = False,
     ) -> None:
-        # Every check is written for the common case first: this runs on every append.
-        if not isinstance(type, str) or not 1 <= len(type) <= 200 or not type.isprintable():
-            _fail(
-                f"event type must be a printable string of 1-200 characters, got {type!r}",
-                event_type=None,
-                seq=seq,
-                field="type",
-            )
-        if _type_of(seq) is not int or not 0 <= seq <= MAX_INT:
-            _fail(
-                f"{_label(type, seq)}: seq must be a non-negative integer, got {seq!r}",
-                event_type=type,
-                seq=None,
-                field="seq",
-            )
-        if _type_of(time) is not int or not -MAX_INT <= time <= MAX_INT:
-            _fail(
-                f"{_label(type, seq)}: time must be an integer (Unix epoch ms), got {time!r}",
-                event_type=type,
-                seq=seq,
-                field="time",
-            )
+        # Each field's test is written inline for the common case (this runs on every append);
+        # a field that fails, or needs more than a type test, goes to `envelope_checks`.
+        if (
+            not isinstance(type, str)
+            or not 1 <= len(type) <= 200
+            or not type.isprintable()
+            or _type_of(seq) is not int
+            or not 0 <= seq <= MAX_INT
+            or _type_of(time) is not int
+            or not -MAX_INT <= time <= MAX_INT
+        ):
+            refuse_envelope(type, seq, time)
         if surface_op is None or _type_of(surface_op) is SurfaceReplace:
             op: SurfaceOp | None = surface_op
         else:
             op = parse_surface_op(surface_op, event_type=type, seq=seq)
         seqs: tuple[int, ...] | None = None
         if source_event_seqs is not None:
-            if _type_of(source_event_seqs) is not list and (
-                isinstance(source_event_seqs, str | bytes | Mapping)
-                or not isinstance(source_event_seqs, Sequence)
-            ):
-                _fail(
-                    f"{_label(type, seq)}: sourceEventSeqs must be a list of integers",
-                    event_type=type,
-                    seq=seq,
-                    field="sourceEventSeqs",
-                )
-            seqs = tuple(source_event_seqs)
-            if seqs and (
-                not set(map(_type_of, seqs)) <= _INT_ONLY or min(seqs) < 0 or max(seqs) > MAX_INT
-            ):
-                _fail(
-                    f"{_label(type, seq)}: sourceEventSeqs must hold non-negative integers, "
-                    f"got {brief_repr(list(seqs))}",
-                    event_type=type,
-                    seq=seq,
-                    field="sourceEventSeqs",
-                )
+            seqs = check_source_seqs(type, seq, source_event_seqs)
         if ignorable is not False and ignorable is not True:
-            _fail(
-                f"{_label(type, seq)}: ignorable must be true when present, got {ignorable!r}",
-                event_type=type,
-                seq=seq,
-                field="ignorable",
-            )
+            refuse_ignorable(type, seq, ignorable)
         try:
             if data.__class__ is _Parsed:  # fresh from our own JSON parser: no copy
                 copy, text = data.value, canonical_parsed(data.value)
             else:
                 copy, text = lossless_copy(data)
         except LosslessJSONError as exc:
-            _fail(
-                f"{_label(type, seq)}: data is not losslessly JSON-serializable: {exc.reason}",
+            fail(
+                f"{label(type, seq)}: data is not losslessly JSON-serializable: {exc.reason}",
                 event_type=type,
                 seq=seq,
                 field="data",
@@ -322,7 +204,7 @@ class SessionEvent:
         except AttributeError:  # events built by `_trusted` leave it unset
             frozen = None
         if frozen is None:
-            frozen = freeze(self._data)
+            frozen = freeze(self.payload)
             _set(self, "_frozen", frozen)
         return frozen
 
@@ -333,7 +215,7 @@ class SessionEvent:
 
     def data_copy(self) -> Any:
         """A fresh mutable deep copy of the payload."""
-        return thaw(self._data)
+        return thaw(self.payload)
 
     def replace(self, **changes: Any) -> SessionEvent:
         """A new event with some envelope fields changed (validated like a new event)."""
@@ -341,7 +223,7 @@ class SessionEvent:
             "type": self.type,
             "seq": self.seq,
             "time": self.time,
-            "data": self._data,
+            "data": self.payload,
             "surface_op": self.surface_op,
             "source_event_seqs": self.source_event_seqs,
             "ignorable": self.ignorable,
@@ -360,7 +242,7 @@ class SessionEvent:
             "type": self.type,
             "seq": self.seq,
             "time": self.time,
-            "data": thaw(self._data),
+            "data": thaw(self.payload),
         }
         if self.surface_op is not None:
             wire["surfaceOp"] = _surface_op_wire(self.surface_op)
@@ -404,32 +286,31 @@ class SessionEvent:
         event_type, seq = wire.get("type"), wire.get("seq")
         extra = set(wire) - _WIRE_KEYS
         if extra:
-            _fail(
-                f"{_label(event_type, seq)}: unknown top-level keys {sorted(map(str, extra))}",
+            fail(
+                f"{label(event_type, seq)}: unknown top-level keys {sorted(map(str, extra))}",
                 event_type=event_type,
                 seq=seq,
                 field=str(sorted(map(str, extra))[0]),
             )
         for key in ("type", "seq", "time", "data"):
             if key not in wire:
-                _fail(
-                    f"{_label(event_type, seq)}: missing required key {key!r}",
+                fail(
+                    f"{label(event_type, seq)}: missing required key {key!r}",
                     event_type=event_type,
                     seq=seq,
                     field=key,
                 )
         ignorable = wire.get("ignorable", False)
         if "ignorable" in wire and ignorable is not True:
-            _fail(
-                f"{_label(event_type, seq)}: ignorable must be true when present, "
-                f"got {ignorable!r}",
+            fail(
+                f"{label(event_type, seq)}: ignorable must be true when present, got {ignorable!r}",
                 event_type=event_type,
                 seq=seq,
                 field="ignorable",
             )
         for key in ("surfaceOp", "sourceEventSeqs"):
             if key in wire and wire[key] is None:  # absent is not the same as null
-                _null_surface_field(event_type, seq, key)
+                null_surface_field(event_type, seq, key)
         data = wire["data"]
         return cls(
             wire["type"],
@@ -497,7 +378,7 @@ _set_time = _slot["time"].__set__
 _set_surface_op = _slot["surface_op"].__set__
 _set_source_event_seqs = _slot["source_event_seqs"].__set__
 _set_ignorable = _slot["ignorable"].__set__
-_set_data = _slot["_data"].__set__
+_set_data = _slot["payload"].__set__
 _set_data_json = _slot["_data_json"].__set__
 _set_frozen = _slot["_frozen"].__set__
 _mark_checked = _slot["_checked"].__set__
@@ -544,84 +425,50 @@ def _from_canonical_json(text: str | bytes, *, plain: bool = False) -> SessionEv
         or wire.get("ignorable", True) is not True
     ):
         return None
-    if ("surfaceOp" in wire and wire["surfaceOp"] is None) or (
-        "sourceEventSeqs" in wire and wire["sourceEventSeqs"] is None
-    ):
-        return None  # a null marker is refused, and the strict path says why
-    op = wire.get("surfaceOp")
-    if op is not None and op != "append":
-        if type(op) is not dict:
+    op = seqs = None
+    if len(wire) > 4:  # a surface marker, or ignorable
+        markers = _surface_markers(wire)
+        if markers is None:
             return None
-        try:
-            op = parse_surface_op(op)
-        except InvalidEventError:
-            return None
-    seqs = wire.get("sourceEventSeqs")
-    if seqs is not None:
-        if type(seqs) is not list or not all(type(n) is int and 0 <= n <= MAX_INT for n in seqs):
-            return None
-        seqs = tuple(seqs)
+        op, seqs = markers
     data_json = canonical_fast(data)
     if data_json is None:
         return None
     event = SessionEvent._trusted(
-        event_type, seq, time, data, data_json, op, seqs, "ignorable" in wire
+        event_type, seq, time, data, data_json, op, seqs, len(wire) > 4 and "ignorable" in wire
     )
     # Our lines start so (`to_json`); other text is first read as plain JSON, not re-encoded.
     spaced = plain and not text.startswith('{"type":"')
-    if spaced and _read_as_written(text, wire):
+    if spaced and read_as_written(text, wire):
         return event
     if event.to_json() == text.rstrip("\r\n"):
         return event
-    return event if plain and not spaced and _read_as_written(text, wire) else None
+    return event if plain and not spaced and read_as_written(text, wire) else None
 
 
-def _read_as_written(text: str, wire: dict[str, Any]) -> bool:
-    r"""Whether orjson read ``text`` (any spacing, key order, escapes, number forms) as the
-    strict parser does. They differ in two ways only: orjson keeps the last of duplicate keys
-    and makes integers past 64 bits floats. Everything else the strict path refuses, orjson
-    refuses too (NaN, Infinity, 1e999, lone surrogates, control characters, bad syntax) or
-    `canonical_fast` declines (-0.0, deep nesting), and the strict path then names it.
-
-    Duplicate keys: outside strings, every key ends with a quote and then its colon; inside
-    a string a quote is always escaped (``\"``). So when no string has an escaped backslash
-    before a quote (no ``\\"`` in the text) and no key has space before its colon, the count
-    of ``":`` less the count of ``\":`` is the number of keys written (plus strings that
-    start with a colon, which only make it larger): equal to the number of keys read means
-    none was repeated. Anything else returns False (the strict path reads it): a slower
-    reading, never a different one.
-    """
-    if _ESCAPED_BACKSLASH_QUOTE in text:
-        return False
-    if ('" ' in text or '"\t' in text or '"\n' in text or '"\r' in text) and _SPACED_COLON.search(
-        text
-    ):
-        return False
-    # -1 (a float past 2**63) never equals the count, which is at least 0: every \": holds a ":
-    return _keys_read(wire) == text.count('":') - text.count(_ESCAPED_QUOTE_COLON)
+_Markers = tuple[SurfaceOp | None, tuple[int, ...] | None]
 
 
-def _keys_read(value: Any) -> int:
-    """How many object keys ``value`` holds at every depth; -1 if it holds a float past 2**63
-    in size (orjson's reading of an integer past 64 bits, or a float: either way the strict
-    path decides)."""
-    count = len(value) if type(value) is dict else 0
-    item: Any
-    for item in value.values() if type(value) is dict else value:
-        kind = type(item)
-        if kind is dict or kind is list:
-            inner = _keys_read(item)
-            if inner < 0:
-                return -1
-            count += inner
-        elif kind is float and not -_BIG_FLOAT < item < _BIG_FLOAT:
-            return -1
-    return count
+def _surface_markers(wire: dict[str, Any]) -> _Markers | None:
+    """``(surface op, source seqs)`` of a wire object, or None when either is not valid (a
+    null marker included: the strict path says why it is refused)."""
+    op = wire.get("surfaceOp", _MISSING)
+    if op is _MISSING:
+        op = None
+    elif op != "append":
+        if type(op) is not dict:
+            return None  # null too
+        try:
+            op = parse_surface_op(op)
+        except InvalidEventError:
+            return None
+    seqs = wire.get("sourceEventSeqs", _MISSING)
+    if seqs is _MISSING:
+        return op, None
+    if type(seqs) is not list or not all(type(n) is int and 0 <= n <= MAX_INT for n in seqs):
+        return None  # null too
+    return op, tuple(seqs)
 
 
-_ESCAPED_BACKSLASH_QUOTE = '\\\\"'  # \\" : a backslash, escaped, then a quote
-_ESCAPED_QUOTE_COLON = '\\":'  # \": an escaped quote inside a string, then a colon
-_SPACED_COLON = re.compile(r'"[ \t\r\n]+:')
-_BIG_FLOAT = 2.0**63
 _MISSING = object()
 _loads = orjson.loads

@@ -187,33 +187,12 @@ class _Compiler:
                     raise Unsupported(tp)
                 return f"{self.tagged(args[0], extra[0])}({var})"
             return self.expr(args[0], [*extra, *metadata], var)
-        ge: int | None = None
-        min_length: int | None = None
-        for meta in metadata:
-            if type(meta) is annotated_types.Ge and type(meta.ge) is int and ge is None:
-                ge = meta.ge
-            elif (
-                type(meta) is annotated_types.MinLen
-                and type(meta.min_length) is int
-                and min_length is None
-            ):
-                min_length = meta.min_length
-            else:
-                raise Unsupported(meta)
-        if tp is int and min_length is None:
-            bound = "" if ge is None else f" and {var} >= {ge!r}"
-            return f"(type({var}) is int{bound})"
-        if tp is str and ge is None:
-            bound = "" if min_length is None else f" and len({var}) >= {min_length!r}"
-            return f"(type({var}) is str{bound})"
+        ge, min_length = _constraints(metadata)
         if ge is not None or min_length is not None:
-            raise Unsupported(tp, metadata)
-        if tp is Any:
-            return "True"
-        if tp is bool:
-            return f"(type({var}) is bool)"
-        if tp is None or tp is type(None):
-            return f"({var} is None)"
+            return _bounded(tp, metadata, var, ge, min_length)
+        scalar = _scalar_expr(tp, var)
+        if scalar is not None:
+            return scalar
         if origin is Literal:
             if not args or not all(type(arg) is str for arg in args):
                 raise Unsupported(tp)
@@ -260,6 +239,48 @@ class _Compiler:
 
 
 _MISSING: Any = object()
+
+
+def _constraints(metadata: list[Any]) -> tuple[int | None, int | None]:
+    """``(ge, min_length)`` of a field's metadata; `Unsupported` for any other constraint."""
+    ge: int | None = None
+    min_length: int | None = None
+    for meta in metadata:
+        if type(meta) is annotated_types.Ge and type(meta.ge) is int and ge is None:
+            ge = meta.ge
+        elif (
+            type(meta) is annotated_types.MinLen
+            and type(meta.min_length) is int
+            and min_length is None
+        ):
+            min_length = meta.min_length
+        else:
+            raise Unsupported(meta)
+    return ge, min_length
+
+
+def _bounded(tp: Any, metadata: list[Any], var: str, ge: int | None, min_length: int | None) -> str:
+    """The test of an int with a lower bound or of a str with a least length."""
+    if tp is int and min_length is None:
+        return f"(type({var}) is int and {var} >= {ge!r})"
+    if tp is str and ge is None:
+        return f"(type({var}) is str and len({var}) >= {min_length!r})"
+    raise Unsupported(tp, metadata)
+
+
+def _scalar_expr(tp: Any, var: str) -> str | None:
+    """The test of a plain scalar type (int, str, bool, None, Any), or None for another."""
+    if tp is int:
+        return f"(type({var}) is int)"
+    if tp is str:
+        return f"(type({var}) is str)"
+    if tp is Any:
+        return "True"
+    if tp is bool:
+        return f"(type({var}) is bool)"
+    if tp is None or tp is type(None):
+        return f"({var} is None)"
+    return None
 
 
 def _is_discriminator(meta: Any) -> bool:

@@ -5,7 +5,6 @@ See docs/format.md, "Session headers".
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import unicodedata
@@ -24,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from ..errors import InvalidEventError
 from .catalog import FORMAT_VERSION
 from .envelope import MAX_INT
+from .jsonvalue import canonical_json
 
 __all__ = ["KIND", "SessionHeader", "check_session_id", "header_line"]
 
@@ -156,4 +156,4 @@ def header_line(header: SessionHeader, chain: tuple[int, str | None] | None = No
     }
     if chain is not None:
         head["chain"] = {"seq": chain[0], "head": chain[1]}
-    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(head)

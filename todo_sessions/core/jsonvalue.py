@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_SORTED_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True
+)
 
 MAX_DEPTH = 256
 """Deepest nesting of lists and dicts a payload may have (deeper is refused, not truncated)."""
@@ -68,33 +71,40 @@ class LosslessJSONError(ValueError):
         super().__init__(reason)
 
 
-def canonical_json(value: Any) -> str:
-    """Compact JSON text of a value that is already known to be lossless."""
-    return _ENCODER.encode(value)
+def canonical_json(value: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON text of a value that is already known to be lossless: no whitespace,
+    non-ASCII characters as they are, keys in the value's own order (``sort_keys``: sorted).
+    The one spelling of the library's JSON: the store, the hash chain, the header line and
+    every export write through it. ``ValueError`` for NaN or an infinity."""
+    return (_SORTED_ENCODER if sort_keys else _ENCODER).encode(value)
 
 
 def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def _scalar_problem(value: Any, path: str) -> str | None:
+    """What is wrong with a str or float (a lone surrogate, NaN, an infinity, -0.0), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path} contains a lone surrogate"
+        return None
+    if not math.isfinite(value):
+        return f"{path} is {value!r}"
+    if value == 0.0 and math.copysign(1.0, value) < 0:
+        return f"{path} is -0.0"
+    return None
+
+
 def _find_problem(value: Any, path: str) -> str | None:
     """Walk a value and name the first thing that is not lossless JSON (slow path, errors only)."""
-    if value is None or isinstance(value, bool | str):
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"{path} contains a lone surrogate"
+    if value is None or isinstance(value, bool) or type(value) is int:
         return None
-    if type(value) is int:
-        return None
-    if type(value) is float:
-        if not math.isfinite(value):
-            return f"{path} is {value!r}"
-        if value == 0.0 and math.copysign(1.0, value) < 0:
-            return f"{path} is -0.0"
-        return None
-    if type(value) is list or isinstance(value, list):
+    if isinstance(value, str) or type(value) is float:
+        return _scalar_problem(value, path)
+    if isinstance(value, list):
         for i, item in enumerate(value):
             problem = _find_problem(item, f"{path}[{i}]")
             if problem:

@@ -4,11 +4,14 @@ Blocks and messages are tagged unions with a literal discriminator (``type`` for
 ``role`` for messages). A block of a type this version does not know is kept verbatim as an
 `UnknownBlock`, and keys a model does not declare are kept too (forward compatibility).
 Wire keys are camelCase (``mediaType``, ``toolCallId``, ``isError``); attributes are snake_case.
+`MessageSnapshot` is the read-only list of derived messages a surface (`core.surface`) hands out.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_origin
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Annotated, Any, Literal, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -18,6 +21,7 @@ __all__ = [
     "ContentBlock",
     "ImageBlock",
     "Message",
+    "MessageSnapshot",
     "MessageSource",
     "ModelSource",
     "ReasoningBlock",
@@ -168,3 +172,57 @@ Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
 
 messages_adapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 """Validates / dumps a whole message list (``messages_adapter.dump_python(m, by_alias=True)``)."""
+
+
+class MessageSnapshot(Sequence[Message]):
+    """A read-only sequence of derived messages that never changes once taken."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.islice(self._items, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == self._length and all(
+                a == b for a, b in zip(self, other, strict=False)
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("MessageSnapshot is not hashable")
+
+    def to_list(self) -> list[Message]:
+        """A plain list (for serialisers that want one: ``TypeAdapter(list[Message])``)."""
+        return self._items[: self._length]
+
+    def __add__(self, other: Iterable[Message]) -> list[Message]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Message]) -> list[Message]:
+        return [*other, *self]
+
+    def __repr__(self) -> str:
+        return f"MessageSnapshot({list(self)!r})"

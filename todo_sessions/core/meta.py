@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import SessionEvent
+from .types import SESSION_META
 
 __all__ = [
     "MAX_TAGS",
@@ -32,7 +33,8 @@ __all__ = [
     "todos_open",
 ]
 
-META_TYPE = "session/meta"
+META_TYPE = SESSION_META
+"""``session/meta`` (the name `todo_sessions.core.types` gives it too)."""
 TAG_MAX_LENGTH = 200
 MAX_TAGS = 100
 OPEN_STATUSES = frozenset({"pending", "in_progress"})
@@ -127,8 +129,8 @@ def batch_change(
             continue
         if change is None:
             change = {}
-        data = event._data
-        if kind == META_TYPE:
+        data = event.payload
+        if kind == SESSION_META:
             if "title" in data and (inherited_below is None or event.seq >= inherited_below):
                 change["title_set"] = True
                 change["title"] = data["title"]

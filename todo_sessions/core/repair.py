@@ -26,6 +26,7 @@ from typing import Any
 
 from .envelope import SessionEvent
 from .structure import NOT_STARTED_CODE, OpenCall, StructureChecker
+from .types import STEP_END, STEP_START, TOOL_RESULT, TURN_END
 
 __all__ = [
     "CLOSED_STEP_ERROR",
@@ -94,7 +95,7 @@ def _closing_result(
         "error": dict(error),
     }
     return SessionEvent(
-        "tool/result",
+        TOOL_RESULT,
         seq,
         time,
         data,
@@ -137,11 +138,11 @@ def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> 
             closers.append(_closing_result(call, session_id=session_id, seq=seq, time=time))
             seq += 1
     if open_step is not None:
-        closers.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": open_step}))
+        closers.append(SessionEvent(STEP_END, seq, time, {"turn": turn, "step": open_step}))
         seq += 1
     if elsewhere:  # calls of steps already closed: answered inside a step of their own
         step = {"turn": turn, "step": state.last_step + 1}
-        closers.append(SessionEvent("step/start", seq, time, step))
+        closers.append(SessionEvent(STEP_START, seq, time, step))
         seq += 1
         for call in elsewhere:
             moved = replace(call, step=step["step"])
@@ -149,9 +150,9 @@ def closers_for(state: StructureChecker, *, last_time: int, session_id: str) -> 
                 _closing_result(moved, session_id=session_id, seq=seq, time=time, closed_step=True)
             )
             seq += 1
-        closers.append(SessionEvent("step/end", seq, time, step))
+        closers.append(SessionEvent(STEP_END, seq, time, step))
         seq += 1
     closers.append(
-        SessionEvent("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}})
+        SessionEvent(TURN_END, seq, time, {"turn": turn, "reason": {"kind": "interrupted"}})
     )
     return closers

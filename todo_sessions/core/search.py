@@ -33,6 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SearchQueryError
+from .types import (
+    ASSISTANT_MESSAGE,
+    COMPACTION_SUMMARY,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "DEFAULT_KINDS",
@@ -115,24 +123,24 @@ def _content(data: dict[str, Any]) -> Any:
 def _extract(event_type: str, data: Any) -> Iterable[tuple[str, list[str]]]:
     if type(data) is not dict:
         return ()
-    if event_type == "assistant/message":
+    if event_type == ASSISTANT_MESSAGE:
         content = _content(data)
         return (
             ("assistant", _blocks(content, "text")),
             ("reasoning", _blocks(content, "reasoning")),
         )
-    if event_type == "user/message":
+    if event_type == USER_MESSAGE:
         return (("user", _blocks(data.get("content"), "text")),)
-    if event_type == "tool/call":
+    if event_type == TOOL_CALL:
         parts = [data.get("name"), data.get("arguments")]
         return (("tool_call", [p for p in parts if type(p) is str]),)
-    if event_type == "tool/result":
+    if event_type == TOOL_RESULT:
         texts = _result_text(_content(data))
         error = data.get("error")
         if type(error) is dict:
             texts += [v for v in (error.get("name"), error.get("code")) if type(v) is str]
         return (("tool_result", texts),)
-    if event_type == "todo/write":
+    if event_type == TODO_WRITE:
         todos = data.get("todos")
         items = todos if type(todos) is list else []
         return (
@@ -141,7 +149,7 @@ def _extract(event_type: str, data: Any) -> Iterable[tuple[str, list[str]]]:
                 [t["content"] for t in items if type(t) is dict and type(t.get("content")) is str],
             ),
         )
-    if event_type == "compaction/summary":
+    if event_type == COMPACTION_SUMMARY:
         return (("summary", _blocks(data.get("summary"), "text")),)
     return ()
 
@@ -172,8 +180,7 @@ def _clean(body: str) -> str:
 
 
 INDEXED_TYPES = frozenset(
-    {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write"}
-    | {"compaction/summary"}
+    {USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TODO_WRITE} | {COMPACTION_SUMMARY}
 )
 """The event types `index_rows` reads (others give no rows: the append skips them cheaply)."""
 
@@ -207,6 +214,57 @@ def _fail(query: str, problem: str, position: int | None = None) -> Any:
     raise SearchQueryError(query, problem, position)
 
 
+def _read_raw(query: str, i: int) -> tuple[str, int, bool]:
+    """The text of the word or phrase at ``i``, where it ends, and whether it was quoted."""
+    if query[i] == '"':
+        close = query.find('"', i + 1)
+        if close < 0:
+            _fail(query, "unbalanced quote: a phrase has no closing '\"'", i)
+        return query[i + 1 : close], close + 1, True
+    j, n = i, len(query)
+    while j < n and not query[j].isspace() and query[j] != '"':
+        j += 1
+    return query[i:j], j, False
+
+
+def _check_bare(query: str, raw: str, start: int) -> None:
+    """An unquoted word is no operator and holds no FTS syntax."""
+    if raw in _OPERATORS:
+        _fail(
+            query,
+            f"{raw!r}: boolean operators are not supported (all words must occur; "
+            f'quote it, "{raw.lower()}", to search for the word)',
+            start,
+        )
+    bad = next((ch for ch in raw if ch in _REFUSED), None)
+    if bad is not None:
+        _fail(query, f"{bad!r}: grouping and FTS operators are not supported", start)
+
+
+def _read_term(query: str, start: int) -> tuple[Term, int]:
+    """The term starting at ``start`` (not a space), and where it ends."""
+    i, n = start, len(query)
+    negated = query[i] == "-"
+    if negated:
+        i += 1
+        if i >= n or query[i].isspace():
+            _fail(query, "a '-' must be followed by the word or phrase to exclude", start)
+    raw, i, quoted = _read_raw(query, i)
+    prefix = False
+    if i < n and query[i] == "*" and quoted:
+        prefix, i = True, i + 1
+    elif not quoted and raw.endswith("*"):
+        prefix, raw = True, raw.rstrip("*")
+    if (i < n and not query[i].isspace() and query[i] != '"') or (not quoted and "*" in raw):
+        _fail(query, "'*' may only end a word or a phrase", start)
+    if not quoted:
+        _check_bare(query, raw, start)
+    found = tuple(words(raw))
+    if not found:
+        _fail(query, f"term {query[start:i]!r} has no letters or digits to search", start)
+    return Term(found, prefix, negated), i
+
+
 def parse_query(query: Any) -> SearchQuery:
     """Parse the documented syntax (module docstring), or raise `SearchQueryError`."""
     if not isinstance(query, str):
@@ -218,50 +276,11 @@ def parse_query(query: Any) -> SearchQuery:
     terms: list[Term] = []
     i, n = 0, len(query)
     while i < n:
-        c = query[i]
-        if c.isspace():
+        if query[i].isspace():
             i += 1
             continue
-        start = i
-        negated = c == "-"
-        if negated:
-            i += 1
-            if i >= n or query[i].isspace():
-                _fail(query, "a '-' must be followed by the word or phrase to exclude", start)
-        if query[i] == '"':
-            close = query.find('"', i + 1)
-            if close < 0:
-                _fail(query, "unbalanced quote: a phrase has no closing '\"'", i)
-            raw, i = query[i + 1 : close], close + 1
-            quoted = True
-        else:
-            j = i
-            while j < n and not query[j].isspace() and query[j] != '"':
-                j += 1
-            raw, i = query[i:j], j
-            quoted = False
-        prefix = False
-        if i < n and query[i] == "*" and quoted:
-            prefix, i = True, i + 1
-        elif not quoted and raw.endswith("*"):
-            prefix, raw = True, raw.rstrip("*")
-        if (i < n and not query[i].isspace() and query[i] != '"') or (not quoted and "*" in raw):
-            _fail(query, "'*' may only end a word or a phrase", start)
-        if not quoted:
-            if raw in _OPERATORS:
-                _fail(
-                    query,
-                    f"{raw!r}: boolean operators are not supported (all words must occur; "
-                    f'quote it, "{raw.lower()}", to search for the word)',
-                    start,
-                )
-            bad = next((ch for ch in raw if ch in _REFUSED), None)
-            if bad is not None:
-                _fail(query, f"{bad!r}: grouping and FTS operators are not supported", start)
-        found = tuple(words(raw))
-        if not found:
-            _fail(query, f"term {query[start:i]!r} has no letters or digits to search", start)
-        terms.append(Term(found, prefix, negated))
+        term, i = _read_term(query, i)
+        terms.append(term)
         if len(terms) > MAX_TERMS:
             _fail(query, f"more than {MAX_TERMS} terms")
     if not terms:

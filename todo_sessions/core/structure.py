@@ -33,6 +33,20 @@ from typing import Any, NoReturn
 
 from ..errors import StructureError
 from .envelope import SessionEvent
+from .types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SESSION_END_SEED,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+)
 
 __all__ = [
     "NOT_STARTED_CODE",
@@ -44,8 +58,8 @@ __all__ = [
 NOT_STARTED_CODE = "TOOL_NOT_STARTED"
 """``error.code`` of a synthetic result for a call that never started (exempt from matching)."""
 
-_NEEDS_TURN = frozenset({"todo/write", "request/header", "request/context"})
-_NEEDS_STEP = frozenset({"step/end", "assistant/chunk", "assistant/message", "tool/call"})
+_NEEDS_TURN = frozenset({TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT})
+_NEEDS_STEP = frozenset({STEP_END, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +92,7 @@ class _Call:
 
 
 def _data(event: SessionEvent) -> Mapping[str, Any]:
-    data = event._data
+    data = event.payload
     return data if isinstance(data, dict) else {}
 
 
@@ -175,6 +189,12 @@ class StructureChecker:
         """The number of the latest turn started (0 before any)."""
         return self._last_turn
 
+    def call_place(self, call_id: str) -> tuple[int, int] | None:
+        """``(turn, step)`` of the latest tool call of the open turn with this id (None: the
+        open turn has none)."""
+        call = self._calls.get(call_id)
+        return None if call is None else (call.turn, call.step)
+
     def unanswered_calls(self) -> tuple[OpenCall, ...]:
         """The tool calls of the open turn without a result, in call order."""
         return tuple(
@@ -238,35 +258,22 @@ class StructureChecker:
             )
         kind = event.type
         data = _data(event)
-        if kind == "turn/start":
+        if kind == TURN_START:
             self._check_turn_start(event, data)
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             self._need_turn(event, data)
             if self.open_step is not None:
                 self._fail(event, "step-open", f"turn/end while step {self.open_step} is open")
-        elif kind == "step/start":
-            self._need_turn(event, data)
-            if self.open_step is not None:
-                self._fail(
-                    event,
-                    "step-nested",
-                    f"step/start (step {data.get('step')!r}) while step {self.open_step} "
-                    "is still open",
-                )
-            if _int(data.get("step")) != self._last_step + 1:
-                self._fail(
-                    event,
-                    "step-number",
-                    f"step/start has step {data.get('step')!r}, expected {self._last_step + 1}",
-                )
+        elif kind == STEP_START:
+            self._check_step_start(event, data)
         elif kind in _NEEDS_STEP:
             self._need_step(event, data)
-        elif kind == "tool/result":
+        elif kind == TOOL_RESULT:
             self._check_tool_result(event, data)
         elif kind in _NEEDS_TURN:
             if self.open_turn is None:
                 self._fail(event, "outside-turn", f"{kind} appended outside any open turn")
-        elif kind == "session/end-seed" and self.open_turn is not None:
+        elif kind == SESSION_END_SEED and self.open_turn is not None:
             self._fail(
                 event,
                 "seed-inside-turn",
@@ -289,6 +296,21 @@ class StructureChecker:
                 event,
                 "turn-number",
                 f"turn/start has turn {turn!r}, expected {self._last_turn + 1}",
+            )
+
+    def _check_step_start(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
+        self._need_turn(event, data)
+        if self.open_step is not None:
+            self._fail(
+                event,
+                "step-nested",
+                f"step/start (step {data.get('step')!r}) while step {self.open_step} is still open",
+            )
+        if _int(data.get("step")) != self._last_step + 1:
+            self._fail(
+                event,
+                "step-number",
+                f"step/start has step {data.get('step')!r}, expected {self._last_step + 1}",
             )
 
     def _need_turn(self, event: SessionEvent, data: Mapping[str, Any]) -> None:
@@ -366,7 +388,7 @@ class StructureChecker:
         self.next_seq = event.seq + 1
         kind = event.type
         data = _data(event)
-        if kind == "turn/start":
+        if kind == TURN_START:
             turn = _int(data.get("turn"))
             self.open_turn = turn if turn is not None else self._last_turn + 1
             self._last_turn = self.open_turn
@@ -374,24 +396,24 @@ class StructureChecker:
             self._last_step = 0
             self._calls = {}
             self._ordered = []
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             self.open_turn = None
             self.open_step = None
             self._calls = {}
             self._ordered = []
         elif self.open_turn is None:
             return
-        elif kind == "step/start":
+        elif kind == STEP_START:
             step = _int(data.get("step"))
             self.open_step = step if step is not None else self._last_step + 1
             self._last_step = self.open_step
-        elif kind == "step/end":
+        elif kind == STEP_END:
             self.open_step = None
-        elif kind == "assistant/message":
+        elif kind == ASSISTANT_MESSAGE:
             self._add_blocks(event, data, self.open_turn)
-        elif kind == "tool/call":
+        elif kind == TOOL_CALL:
             self._add_call(event, data, self.open_turn)
-        elif kind == "tool/result" and not _is_rewrite(event):
+        elif kind == TOOL_RESULT and not _is_rewrite(event):
             call_id = _result_call_id(data)
             call = self._calls.get(call_id) if call_id is not None else None
             if call is not None:

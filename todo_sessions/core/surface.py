@@ -15,9 +15,9 @@ being derived.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn, overload
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,7 +25,8 @@ from ..errors import CheckpointError, InvalidEventError
 from .catalog import EVENT_TYPES
 from .envelope import SessionEvent, SurfaceReplace
 from .jsonvalue import canonical_json, decode_fast
-from .messages import AssistantMessage, Message, UserMessage
+from .messages import AssistantMessage, Message, MessageSnapshot, UserMessage
+from .types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 
 __all__ = [
     "MessageSnapshot",
@@ -84,15 +85,15 @@ def _is_eligible(event: SessionEvent) -> bool:
 def _build_message(event: SessionEvent) -> Message | None:
     """The message a surface node contributes, or None (empty assistant message, other types)."""
     try:
-        data = event._data  # the plain decoded payload: no need to freeze it just to read it
-        if event.type == "user/message":
+        data = event.payload  # the plain decoded payload: no need to freeze it just to read it
+        if event.type == USER_MESSAGE:
             return UserMessage.model_validate(data)
-        if event.type == "assistant/message":
+        if event.type == ASSISTANT_MESSAGE:
             message = data["message"]
             if not message.get("content"):
                 return None
             return AssistantMessage.model_validate(message)
-        if event.type == "tool/result":
+        if event.type == TOOL_RESULT:
             return UserMessage.model_validate(data["message"])
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         detail = (
@@ -102,60 +103,6 @@ def _build_message(event: SessionEvent) -> Message | None:
         )
         _fail(event, f"cannot build its message: {detail}", "data")
     return None
-
-
-class MessageSnapshot(Sequence[Message]):
-    """A read-only sequence of derived messages that never changes once taken."""
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[Message], length: int) -> None:
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return self._items[: self._length][index]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("message index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Message]:
-        return itertools.islice(self._items, self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(other) == self._length and all(
-                a == b for a, b in zip(self, other, strict=False)
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        raise TypeError("MessageSnapshot is not hashable")
-
-    def to_list(self) -> list[Message]:
-        """A plain list (for serialisers that want one: ``TypeAdapter(list[Message])``)."""
-        return self._items[: self._length]
-
-    def __add__(self, other: Iterable[Message]) -> list[Message]:
-        return [*self, *other]
-
-    def __radd__(self, other: Iterable[Message]) -> list[Message]:
-        return [*other, *self]
-
-    def __repr__(self) -> str:
-        return f"MessageSnapshot({list(self)!r})"
 
 
 class SurfaceState:
@@ -257,12 +204,6 @@ class SurfaceState:
         if isinstance(wire, str):
             return SessionEvent.from_dict(decode_fast(wire))
         return wire
-
-    def check_replace(self, event: SessionEvent) -> None:
-        """Raise `InvalidEventError` if ``event`` (a replace) could not be applied now."""
-        if not isinstance(event.surface_op, SurfaceReplace):
-            raise ValueError(f"{_where(event)} is not a surface replace")
-        self._check_replace(event, event.surface_op)
 
     def copy(self) -> SurfaceState:
         """An independent copy (O(surface), no decoding): folding into it leaves this one as
@@ -404,7 +345,7 @@ class SurfaceState:
         assert isinstance(op, SurfaceReplace)
         self._decode()
         first, last = self._check_replace(event, op)
-        if event.type == "tool/result":
+        if event.type == TOOL_RESULT:
             self._check_result_rewrite(event, self._order[first : last + 1])
         message = _build_message(event) if self._build else None
         removed = tuple(self._order[first : last + 1])
@@ -459,18 +400,18 @@ class SurfaceState:
             )
         wire = self._wire[removed[0]]
         if isinstance(wire, SessionEvent):
-            kind, data = wire.type, wire._data
+            kind, data = wire.type, wire.payload
         else:  # the node's checkpoint text
             original = decode_fast(wire)
             kind, data = original.get("type"), original.get("data")
-        if kind != "tool/result":
+        if kind != TOOL_RESULT:
             _fail(
                 event,
                 "tool/result surface replacement must target a current tool/result "
                 f"(seq {removed[0]} is {kind!r})",
                 "surfaceOp",
             )
-        before, after = _without_result_content(data), _without_result_content(event._data)
+        before, after = _without_result_content(data), _without_result_content(event.payload)
         if not _json_equal(before, after):
             _fail(
                 event,

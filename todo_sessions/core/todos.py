@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from ..errors import InvalidEventError
+from .types import TODO_WRITE, TURN_START
 
 if TYPE_CHECKING:
     from .envelope import SessionEvent
@@ -79,11 +80,11 @@ def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
     Raises `InvalidEventError` (field ``data.todos``; ``seq`` when given) if the payload breaks
     a durable rule. Content is returned as stored (the tool stores it trimmed).
     """
-    where = f"todo/write (seq {seq})" if seq is not None else "todo/write"
+    where = f"{TODO_WRITE} (seq {seq})" if seq is not None else TODO_WRITE
     if not isinstance(data, Mapping):
         raise InvalidEventError(
             f"invalid {where}: data must be an object, got {type(data).__name__}",
-            event_type="todo/write",
+            event_type=TODO_WRITE,
             seq=seq,
             field="data",
         )
@@ -91,7 +92,7 @@ def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
     problem = todo_list_problem(todos)
     if problem:
         raise InvalidEventError(
-            f"invalid {where}: {problem}", event_type="todo/write", seq=seq, field="data.todos"
+            f"invalid {where}: {problem}", event_type=TODO_WRITE, seq=seq, field="data.todos"
         )
     assert todos is not None  # todo_list_problem refused anything that is not a list
     # one pydantic-core call for the whole list (a model per item cost about twice as much;
@@ -104,7 +105,7 @@ def todos_from_payload(data: Any, *, seq: int | None = None) -> list[TodoItem]:
 def current_todos(events: Sequence[SessionEvent]) -> list[TodoItem] | None:
     """The list of the latest ``todo/write``; ``None`` if there is none, ``[]`` once cleared."""
     for event in reversed(events):
-        if event.type == "todo/write":
+        if event.type == TODO_WRITE:
             return todos_from_payload(event.data, seq=event.seq)
     return None
 
@@ -112,9 +113,9 @@ def current_todos(events: Sequence[SessionEvent]) -> list[TodoItem] | None:
 def standing_plan(events: Sequence[SessionEvent]) -> list[TodoItem] | None:
     """What a UI shows: like `current_todos`, but ``None`` once a later ``turn/start`` begins."""
     for event in reversed(events):
-        if event.type == "todo/write":
+        if event.type == TODO_WRITE:
             return todos_from_payload(event.data, seq=event.seq)
-        if event.type == "turn/start":
+        if event.type == TURN_START:
             return None
     return None
 

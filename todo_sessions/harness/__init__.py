@@ -27,9 +27,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AnthropicModel",
         "OpenAIChatModel",
         "OpenAIResponsesModel",
-        "RetryPolicy",
         "model_from_spec",
     ),
+    ".compaction": ("CompactionPolicy",),
     ".deltas": (
         "Finish",
         "ModelDelta",
@@ -40,7 +40,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     ".loop": (
         "AgentLoop",
-        "CompactionPolicy",
         "TurnOutcome",
     ),
     ".model": (
@@ -48,6 +47,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ScriptedModel",
         "ScriptedResponse",
     ),
+    ".retry": ("RetryPolicy",),
     ".tools": (
         "TODO_WRITE_PARAMETERS",
         "TodoWriteTool",
@@ -70,8 +70,8 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .adapters import AnthropicModel as AnthropicModel
     from .adapters import OpenAIChatModel as OpenAIChatModel
     from .adapters import OpenAIResponsesModel as OpenAIResponsesModel
-    from .adapters import RetryPolicy as RetryPolicy
     from .adapters import model_from_spec as model_from_spec
+    from .compaction import CompactionPolicy as CompactionPolicy
     from .deltas import Finish as Finish
     from .deltas import ModelDelta as ModelDelta
     from .deltas import ReasoningDelta as ReasoningDelta
@@ -79,11 +79,11 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .deltas import ToolCallDelta as ToolCallDelta
     from .deltas import content_from_deltas as content_from_deltas
     from .loop import AgentLoop as AgentLoop
-    from .loop import CompactionPolicy as CompactionPolicy
     from .loop import TurnOutcome as TurnOutcome
     from .model import Model as Model
     from .model import ScriptedModel as ScriptedModel
     from .model import ScriptedResponse as ScriptedResponse
+    from .retry import RetryPolicy as RetryPolicy
     from .tools import TODO_WRITE_PARAMETERS as TODO_WRITE_PARAMETERS
     from .tools import TodoWriteTool as TodoWriteTool
     from .tools import Tool as Tool

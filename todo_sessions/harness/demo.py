@@ -104,97 +104,88 @@ def _todos(*items: tuple[str, str]) -> dict[str, Any]:
     return {"todos": [{"content": c, "status": s} for c, s in items]}
 
 
+def _first_turn() -> list[ScriptedResponse]:
+    """Turn 1: "The test for mean() fails. Please fix it." (read, fix, verify)."""
+    r = ScriptedResponse
+    read, fix, verify = "Read calc.py and its test", "Fix the off-by-one in mean()", "Run the tests"
+    return [
+        r(
+            reasoning="Three steps: read, fix, verify.",
+            text="I'll plan this first.",
+            tool_calls=[
+                (
+                    "todo_write",
+                    _todos((read, "in_progress"), (fix, "pending"), (verify, "pending")),
+                ),
+                ("read_file", {"path": "calc.py"}),
+            ],
+        ),
+        r(
+            text="The divisor is len(xs) - 1; it should be len(xs).",
+            tool_calls=[
+                (
+                    "todo_write",
+                    _todos((read, "completed"), (fix, "in_progress"), (verify, "pending")),
+                ),
+                ("edit_file", {"path": "calc.py", "old": "len(xs) - 1", "new": "len(xs)"}),
+            ],
+        ),
+        r(
+            tool_calls=[
+                (
+                    "todo_write",
+                    _todos((read, "completed"), (fix, "completed"), (verify, "in_progress")),
+                ),
+                ("run_tests", {}),
+            ],
+        ),
+        r(
+            text="Fixed: mean() divided by len(xs) - 1. The test passes now.",
+            tool_calls=[
+                (
+                    "todo_write",
+                    _todos((read, "completed"), (fix, "completed"), (verify, "completed")),
+                )
+            ],
+        ),
+        r(text="All three todos are done."),
+    ]
+
+
+def _second_turn() -> list[ScriptedResponse]:
+    """Turn 2: "Also make it safe for an empty list, with a test." (test first, then guard)."""
+    r = ScriptedResponse
+    guard, test_empty = "Guard mean() against an empty list", "Add a test for the empty list"
+    new_test = "\ndef test_mean_empty():\n    assert mean([]) == 0\n"
+    guarded = "    if not xs:\n        return 0\n    return sum"
+    return [
+        r(
+            text="Two more steps.",
+            tool_calls=[
+                ("todo_write", _todos((test_empty, "in_progress"), (guard, "pending"))),
+                ("edit_file", {"path": "test_calc.py", "old": "", "new": new_test}),
+                ("run_tests", {}),
+            ],
+        ),
+        r(
+            text="The new test fails as expected; now the guard.",
+            tool_calls=[
+                ("todo_write", _todos((test_empty, "completed"), (guard, "in_progress"))),
+                ("edit_file", {"path": "calc.py", "old": "    return sum", "new": guarded}),
+                ("run_tests", {}),
+            ],
+        ),
+        r(
+            text="mean([]) now returns 0 and both tests pass.",
+            tool_calls=[("todo_write", _todos((test_empty, "completed"), (guard, "completed")))],
+        ),
+        r(text="Done."),
+    ]
+
+
 def demo_model() -> ScriptedModel:
     """The canned answers of the two demo turns."""
-    r = ScriptedResponse
-    fix = "Fix the off-by-one in mean()"
-    read = "Read calc.py and its test"
-    verify = "Run the tests"
-    guard = "Guard mean() against an empty list"
-    test_empty = "Add a test for the empty list"
-    return ScriptedModel(
-        [
-            # turn 1: "The test for mean() fails. Please fix it."
-            r(
-                reasoning="Three steps: read, fix, verify.",
-                text="I'll plan this first.",
-                tool_calls=[
-                    (
-                        "todo_write",
-                        _todos((read, "in_progress"), (fix, "pending"), (verify, "pending")),
-                    ),
-                    ("read_file", {"path": "calc.py"}),
-                ],
-            ),
-            r(
-                text="The divisor is len(xs) - 1; it should be len(xs).",
-                tool_calls=[
-                    (
-                        "todo_write",
-                        _todos((read, "completed"), (fix, "in_progress"), (verify, "pending")),
-                    ),
-                    ("edit_file", {"path": "calc.py", "old": "len(xs) - 1", "new": "len(xs)"}),
-                ],
-            ),
-            r(
-                tool_calls=[
-                    (
-                        "todo_write",
-                        _todos((read, "completed"), (fix, "completed"), (verify, "in_progress")),
-                    ),
-                    ("run_tests", {}),
-                ],
-            ),
-            r(
-                text="Fixed: mean() divided by len(xs) - 1. The test passes now.",
-                tool_calls=[
-                    (
-                        "todo_write",
-                        _todos((read, "completed"), (fix, "completed"), (verify, "completed")),
-                    )
-                ],
-            ),
-            r(text="All three todos are done."),
-            # turn 2: "Also make it safe for an empty list, with a test."
-            r(
-                text="Two more steps.",
-                tool_calls=[
-                    ("todo_write", _todos((test_empty, "in_progress"), (guard, "pending"))),
-                    (
-                        "edit_file",
-                        {
-                            "path": "test_calc.py",
-                            "old": "",
-                            "new": "\ndef test_mean_empty():\n    assert mean([]) == 0\n",
-                        },
-                    ),
-                    ("run_tests", {}),
-                ],
-            ),
-            r(
-                text="The new test fails as expected; now the guard.",
-                tool_calls=[
-                    ("todo_write", _todos((test_empty, "completed"), (guard, "in_progress"))),
-                    (
-                        "edit_file",
-                        {
-                            "path": "calc.py",
-                            "old": "    return sum",
-                            "new": "    if not xs:\n        return 0\n    return sum",
-                        },
-                    ),
-                    ("run_tests", {}),
-                ],
-            ),
-            r(
-                text="mean([]) now returns 0 and both tests pass.",
-                tool_calls=[
-                    ("todo_write", _todos((test_empty, "completed"), (guard, "completed")))
-                ],
-            ),
-            r(text="Done."),
-        ]
-    )
+    return ScriptedModel([*_first_turn(), *_second_turn()])
 
 
 PROMPTS = (

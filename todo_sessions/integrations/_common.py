@@ -2,10 +2,11 @@
 
 An adapter keeps each SDK record whole in one event and maps what it understands onto the
 typed surface events after it (docs/format.md, "SDK sessions"). `LogState` is the fold of a
-stored log that the mapping needs: the next seq, the open turn and step, the tool calls by id,
-the surface, the tags and metadata. It advances over every event, the adapter's own and any
-other writer's (a `turn/end` that crash repair appended, a `session/meta` of the CLI), so an
-adapter opened in a new process picks a session up where the log is.
+stored log that the mapping needs: the core's fold (`LiveState`: the next seq, the open turn
+and step, the open turn's tool calls, the surface) and the tags and metadata. It advances over
+every event, the adapter's own and any other writer's (a `turn/end` that crash repair
+appended, a `session/meta` of the CLI), so an adapter opened in a new process picks a session
+up where the log is.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self
 
+from ..core.checkpoint import LiveState
 from ..core.envelope import SessionEvent
+from ..core.meta import SessionMeta, batch_change
+from ..core.types import SESSION_META, STEP_END, STEP_START, TOOL_RESULT, TURN_END, TURN_START
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 
@@ -73,49 +77,55 @@ async def list_all(store: SessionStore, **filters: Any) -> AsyncIterator[Session
 
 
 class LogState:
-    """The fold of a stored log that mapping needs (see the module docstring)."""
+    """The fold of a stored log that mapping needs (see the module docstring): the core's own
+    fold of a log (`LiveState`, advanced leniently and without messages: turn/step structure,
+    the surface) and the session's projected tags and metadata (`core.meta`)."""
 
     def __init__(self) -> None:
-        self.next_seq = 0
-        self.last_turn = 0
-        self.open_turn: int | None = None
-        self.last_step = 0
-        self.open_step: int | None = None
-        self.calls: dict[str, tuple[int, int]] = {}
-        """``callId`` -> ``(turn, step)`` of its ``tool/call``."""
-        self.surface: list[int] = []
-        self.tags: list[str] = []
-        self.metadata: dict[str, Any] = {}
+        self.live = LiveState.empty(messages=False)
+        self.meta = SessionMeta()
+
+    @property
+    def next_seq(self) -> int:
+        return self.live.next_seq
+
+    @property
+    def open_turn(self) -> int | None:
+        return self.live.structure.open_turn
+
+    @property
+    def last_turn(self) -> int:
+        return self.live.structure.last_turn
+
+    @property
+    def open_step(self) -> int | None:
+        return self.live.structure.open_step
+
+    @property
+    def last_step(self) -> int:
+        return self.live.structure.last_step
+
+    @property
+    def surface(self) -> tuple[int, ...]:
+        """The seqs on the surface, in surface order."""
+        return self.live.surface.seqs
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.meta.tags
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        return self.meta.metadata
+
+    def call_place(self, call_id: str) -> tuple[int, int] | None:
+        """``(turn, step)`` of the open turn's tool call ``call_id`` (None: no such call)."""
+        return self.live.structure.call_place(call_id)
 
     def advance(self, event: SessionEvent) -> None:
-        data = event._data if isinstance(event._data, dict) else {}
-        kind = event.type
-        self.next_seq = event.seq + 1
-        if kind == "turn/start" and type(data.get("turn")) is int:
-            self.open_turn = self.last_turn = data["turn"]
-            self.open_step, self.last_step = None, 0
-        elif kind == "turn/end":
-            self.open_turn = self.open_step = None
-        elif kind == "step/start" and type(data.get("step")) is int:
-            self.open_step = self.last_step = data["step"]
-        elif kind == "step/end":
-            self.open_step = None
-        elif kind == "tool/call" and isinstance(data.get("callId"), str):
-            self.calls[data["callId"]] = (data.get("turn", 1), data.get("step", 1))
-        elif kind == "session/meta":
-            if isinstance(data.get("tags"), list):
-                self.tags = list(data["tags"])
-            if isinstance(data.get("metadata"), dict):
-                self.metadata = data["metadata"]
-        op = event.surface_op
-        if op == "append":
-            self.surface.append(event.seq)
-        elif op is not None:  # a replace: the span start..end gives way to this event
-            start = getattr(op, "start", None)
-            end = getattr(op, "end", None)
-            if start in self.surface and end in self.surface:
-                i, j = self.surface.index(start), self.surface.index(end)
-                self.surface[i : j + 1] = [event.seq]
+        self.live.advance(event)
+        if event.type == SESSION_META:
+            self.meta = self.meta.apply(batch_change((event,)))
 
     def copy(self) -> Self:
         """A copy to build a batch on (containers copied, their values shared: events'
@@ -124,6 +134,7 @@ class LogState:
         for name, value in vars(self).items():
             if isinstance(value, list | dict | set):
                 setattr(twin, name, value.copy())
+        twin.live = self.live.copy()
         return twin
 
     def advance_all(self, events: Iterable[SessionEvent]) -> None:
@@ -166,7 +177,7 @@ class Batch:
     def ensure_turn(self) -> int:
         """The open turn, opening the next one when none is."""
         if self.state.open_turn is None:
-            self.add("turn/start", {"turn": self.state.last_turn + 1})
+            self.add(TURN_START, {"turn": self.state.last_turn + 1})
         assert self.state.open_turn is not None
         return self.state.open_turn
 
@@ -174,7 +185,7 @@ class Batch:
         """Close the open turn (completed) and open the next one."""
         self.close_step()
         if self.state.open_turn is not None:
-            self.add("turn/end", {"turn": self.state.open_turn, "reason": {"kind": "completed"}})
+            self.add(TURN_END, {"turn": self.state.open_turn, "reason": {"kind": "completed"}})
         return self.ensure_turn()
 
     def open_step(self) -> tuple[int, int]:
@@ -182,18 +193,18 @@ class Batch:
         turn = self.ensure_turn()
         self.close_step()
         step = self.state.last_step + 1
-        self.add("step/start", {"turn": turn, "step": step})
+        self.add(STEP_START, {"turn": turn, "step": step})
         return turn, step
 
     def close_step(self) -> None:
         if self.state.open_step is not None and self.state.open_turn is not None:
-            self.add("step/end", {"turn": self.state.open_turn, "step": self.state.open_step})
+            self.add(STEP_END, {"turn": self.state.open_turn, "step": self.state.open_step})
 
     def tool_result(
         self, call_id: str, blocks: list[dict[str, Any]], is_error: bool, message_id: str
     ) -> None:
         """A ``tool/result`` answering ``call_id`` (its turn and step when the call is known)."""
-        turn, step = self.state.calls.get(call_id) or (self.ensure_turn(), 1)
+        turn, step = self.state.call_place(call_id) or (self.ensure_turn(), 1)
         if self.state.open_turn is None:
             turn = self.ensure_turn()
         block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id, "content": blocks}
@@ -205,4 +216,4 @@ class Batch:
             "source": {"kind": "tool", "callId": call_id},
             "content": [block],
         }
-        self.add("tool/result", {"turn": turn, "step": step, "message": message}, surface=True)
+        self.add(TOOL_RESULT, {"turn": turn, "step": step, "message": message}, surface=True)

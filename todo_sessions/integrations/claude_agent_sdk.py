@@ -199,7 +199,7 @@ class _ClaudeState(LogState):
     def advance(self, event: SessionEvent) -> None:
         super().advance(event)
         if event.type == ENTRY_TYPE:
-            entry = event._data
+            entry = event.payload
             uuid = entry.get("uuid")
             if isinstance(uuid, str):
                 self.uuids.add(uuid)
@@ -426,7 +426,7 @@ class TodoSessionsStore:
             fresh.append(entry)
             batch.time = iso_ms(entry.get("timestamp"), batch.time)
             event = batch.add(ENTRY_TYPE, entry, ignorable=True)
-            _map_entry(batch, work, event._data)
+            _map_entry(batch, work, event.payload)
         if not fresh:
             return batch
         own: dict[str, Any] = dict(work.metadata.get(METADATA_KEY) or {})

@@ -74,7 +74,7 @@ class _ItemsState(LogState):
         if event.type == ITEM_TYPE:
             self.items[event.seq] = event
         elif event.type == RETRACT_TYPE:
-            for seq in event._data.get("items", ()):
+            for seq in event.payload.get("items", ()):
                 self.items.pop(seq, None)
 
 
@@ -251,7 +251,7 @@ class TodoSessionsSession:
         def build(batch: Batch, state: _ItemsState) -> None:
             for item in items:
                 event = batch.add(ITEM_TYPE, dict(item), ignorable=True)
-                _map_item(batch, event._data, event.seq, self.model)
+                _map_item(batch, event.payload, event.seq, self.model)
 
         await self._append(build)
 

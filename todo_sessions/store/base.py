@@ -121,6 +121,7 @@ class StoreCore:
         self._store_id = ""
         self._pending: dict[str, SessionHeader] = {}
         self._checkers: dict[str, StructureChecker] = {}
+        self._chained_next: dict[str, int] = {}  # `keying.remember`
         self._open_lock = asyncio.Lock()
         self._closed = False
 

@@ -101,7 +101,7 @@ def search_rows(session_id: str, events: Sequence[SessionEvent]) -> list[dict[st
     rows: list[dict[str, Any]] = []
     for event in events:
         if event.type in INDEXED_TYPES:
-            rows += index_rows(session_id, event.seq, event.type, event._data)
+            rows += index_rows(session_id, event.seq, event.type, event.payload)
     return rows
 
 

@@ -15,6 +15,7 @@ from ..core.envelope import MAX_INT, SessionEvent, SurfaceOp, parse_surface_op
 from ..core.header import SessionHeader
 from ..core.jsonvalue import canonical_json, decode_fast
 from ..core.todos import todo_list_problem
+from ..core.types import TODO_WRITE
 from ..errors import CorruptSessionError, FormatUnsupportedError, InvalidEventError
 
 __all__ = [
@@ -142,7 +143,7 @@ def rows_to_events(
                     session_id=session_id,
                     seq=row_seq,
                 )
-        elif kind == "todo/write":
+        elif kind == TODO_WRITE:
             problem = (
                 todo_list_problem(data.get("todos"))
                 if isinstance(data, dict)

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from ..core.header import header_line
+from ..core.envelope import SessionEvent
+from ..core.header import SessionHeader, header_line
 
-if TYPE_CHECKING:
-    from .store import SessionStore
 
-__all__ = ["export_lines"]
+class SessionReads(Protocol):
+    """What an export reads of a store (`SessionStore` has it)."""
+
+    async def header(self, session_id: str) -> SessionHeader: ...
+
+    async def chain_head(self, session_id: str) -> tuple[int, str | None] | None: ...
+
+    def stream(self, session_id: str) -> AsyncIterator[SessionEvent]: ...
+
+
+__all__ = ["SessionReads", "chain_key_of", "export_lines"]
 
 
 async def export_lines(
-    store: SessionStore, session_id: str, *, progress: Callable[[int], None] | None = None
+    store: SessionReads, session_id: str, *, progress: Callable[[int], None] | None = None
 ) -> AsyncIterator[str]:
     """The JSONL lines (without newlines) of a stored session, read page by page: the header
     line carries the chain value of the last event exported (docs/format.md, "The hash
@@ -35,3 +44,9 @@ async def export_lines(
                 progress(1)
             if event.seq >= last:
                 break
+
+
+def chain_key_of(store: Any) -> bytes:
+    """The key ``store`` chains its sessions with (`core.chain.derive_key`; empty: unkeyed),
+    for checking an exported file's chain value with it."""
+    return store._chain_key

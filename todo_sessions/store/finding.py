@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.envelope import SessionEvent
 from ..core.search import DEFAULT_KINDS, KINDS, parse_query, snippet
+from ..core.types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 from ..errors import SessionNotFoundError
 from . import search as index
 from .listing import Listing, check_filters
@@ -163,7 +164,7 @@ class Finding(Listing):
             )
         if events is None:
             events = list((await self.read(session_id)).events)
-        expected = index.expected_rows(session_id, ((e.seq, e.type, e._data) for e in events))
+        expected = index.expected_rows(session_id, ((e.seq, e.type, e.payload) for e in events))
         stored = await self._on_connection(
             f"reading the search index of session {session_id!r}",
             lambda c: index.stored_rows(c, tables, session_id),
@@ -176,5 +177,5 @@ class Finding(Listing):
         ]
 
 
-_SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+_SURFACE_TYPES = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 """Indexed types that are on the surface (the model's history) unless replaced."""

@@ -85,7 +85,6 @@ class Queries:
     (`recorder.Projection`); a batch without them never runs it."""
     delete_tags: Delete
     insert_tag: Insert
-    select_header: Select[Any]
     release_log: Update
     """The first step of a delete: next seq 0, so the triggers let its events go (0009)."""
     delete_events: Delete
@@ -189,7 +188,6 @@ def build_queries(tables: Tables) -> Queries:
         ),
         delete_tags=tags.delete().where(tg.session_id == bindparam("session_id")),
         insert_tag=tags.insert().values(session_id=bindparam("session_id"), tag=bindparam("tag")),
-        select_header=select(sessions).where(se.id == bindparam("session_id")),
         release_log=sessions.update().where(se.id == sid).values(next_seq=literal_column("0")),
         delete_events=events.delete().where(ev.session_id == sid),
         delete_session=sessions.delete().where(se.id == bindparam("session_id")),

@@ -14,6 +14,7 @@ from ..core.todos import TodoItem
 from ..errors import SessionNotFoundError
 from .base import StoreCore
 from .codec import header_from_row
+from .keying import unkeyed_link, unkeyed_report
 from .reads import check_from_seq
 from .results import SessionSummary, SessionUsage, StoredLog
 
@@ -98,6 +99,7 @@ class Reading(StoreCore):
         key, size = self._chain_key, self.page_size
         value: bytes | None = None
         seq = 0
+        unkeyed: list[int] = []  # links made without the key (`keying.unkeyed_link`)
         while True:
             row, page = await self._call(
                 f"reading session {session_id!r}",
@@ -108,11 +110,14 @@ class Reading(StoreCore):
             for stored in page:
                 if stored["seq"] != seq:
                     return seq, f"seq {seq} is missing"
-                value = link(value, event_text(stored), key)
+                previous, value = value, link(value, event_text(stored), key)
                 kept = stored["chain"]
                 if kept is None:
                     return seq, "the event has no chain value (written outside todo_sessions)"
-                if kept != value.hex():
+                if kept != value.hex() and key and unkeyed_link(seq and previous, row, stored):
+                    unkeyed.append(seq)  # told apart, and the chain goes on from it
+                    value = bytes.fromhex(kept)
+                elif kept != value.hex():
                     return seq, (
                         "the chain breaks here: this event (at seq 0: or the header) was "
                         "changed, moved or inserted outside todo_sessions, or the log was "
@@ -129,7 +134,7 @@ class Reading(StoreCore):
                 f"the log ends before seq {seq}, but a chain value of seq {max(against)} was "
                 "kept elsewhere: its tail was cut off"
             )
-        return None
+        return unkeyed_report(unkeyed) if unkeyed else None
 
     async def _session(self, session_id: str) -> dict[str, Any]:
         check_session_id(session_id)

@@ -20,6 +20,7 @@ from ..core.checkpoint import CheckpointError, LiveState
 from ..core.envelope import SessionEvent
 from ..core.jsonvalue import decode_fast, decode_json
 from ..core.todos import TodoItem, todos_from_payload
+from ..core.types import ASSISTANT_MESSAGE, TODO_WRITE
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .batch import AppendBatch, AppendOutcome, check_batch_start
 from .codec import check_format_version, rows_to_events
@@ -326,7 +327,7 @@ def read_summary(rows: Rows, session_id: str) -> dict[str, Any]:
 def usage_payloads(rows: Rows, session_id: str) -> list[tuple[int, Any]]:
     """``(seq, decoded data)`` of each ``assistant/message`` (through the type index)."""
     row = read_session(rows, session_id)
-    params = {"session_id": session_id, "type": "assistant/message", "upto": row["next_seq"]}
+    params = {"session_id": session_id, "type": ASSISTANT_MESSAGE, "upto": row["next_seq"]}
     found = rows.fetch("all_of_type", params)
     out = []
     for seq, text in found:
@@ -453,7 +454,7 @@ def latest_todos(rows: Rows, session_id: str, upto_seq: int | None) -> list[Todo
         "session_and_latest_of_type",
         {
             "session_id": session_id,
-            "type": "todo/write",
+            "type": TODO_WRITE,
             "upto": MAX_SEQ_BOUND if upto_seq is None else min(upto_seq + 1, MAX_SEQ_BOUND),
         },
     )

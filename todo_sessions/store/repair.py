@@ -10,6 +10,7 @@ from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
 from ..core.repair import closers_for, interrupted_turn_closers
 from ..core.structure import StructureChecker
+from ..core.types import SESSION_END_SEED
 from ..errors import StructureError
 from .checkpoints import CheckpointWrite
 from .codec import header_from_row
@@ -163,7 +164,7 @@ class Repair(Writing):
             delegation_depth=source.delegation_depth,
             title=title if title is not None else source.title,
         )
-        seed = SessionEvent("session/end-seed", len(prefix), prefix[-1].time, {})
+        seed = SessionEvent(SESSION_END_SEED, len(prefix), prefix[-1].time, {})
         await self.create(header)
         revision = await self.append(header.id, [*prefix, seed])
         return StoredLog(header, (*prefix, seed), revision)

@@ -1,4 +1,8 @@
-"""Values the store hands back. Plain frozen data: no rows, connections or sessions leak out."""
+"""Values the store hands back. Plain frozen data: no rows, connections or sessions leak out.
+
+A value that is shown as JSON has one shape, given by its ``to_dict()`` (camelCase keys, JSON
+values only): the command line's ``--json``, the viewer's API and any embedder write that.
+"""
 
 from __future__ import annotations
 
@@ -64,6 +68,22 @@ class SessionSummary:
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
     open_todos: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this entry (``events``: its ``next_seq``)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "cwd": self.cwd,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "events": self.next_seq,
+            "revision": self.revision,
+            "parent": self.parent,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "openTodos": self.open_todos,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SessionUsage:
@@ -103,6 +123,15 @@ class CheckpointInfo:
     created_at: int
     size: int
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this checkpoint (``bytes``: its ``size``)."""
+        return {
+            "seq": self.seq,
+            "formatVersion": self.format_version,
+            "createdAt": self.created_at,
+            "bytes": self.size,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
@@ -127,6 +156,20 @@ class SearchHit:
     in_history: bool | None
     index_id: int
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this hit (``type``: its ``event_type``)."""
+        return {
+            "sessionId": self.session_id,
+            "title": self.title,
+            "seq": self.seq,
+            "kind": self.kind,
+            "type": self.event_type,
+            "snippet": self.snippet,
+            "marks": [list(m) for m in self.marks],
+            "inHistory": self.in_history,
+            "indexId": self.index_id,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class PruneReport:
@@ -140,3 +183,14 @@ class PruneReport:
     leased: tuple[str, ...] = ()
     checkpoints_deleted: int = 0
     dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this report (``skipped``: the ``leased`` sessions)."""
+        return {
+            "dryRun": self.dry_run,
+            "selected": list(self.selected),
+            "archived": dict(self.archived),
+            "deleted": list(self.deleted),
+            "skipped": list(self.leased),
+            "checkpointsDeleted": self.checkpoints_deleted,
+        }

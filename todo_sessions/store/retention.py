@@ -8,9 +8,10 @@ The algorithm (docs/design.md, "Retention"), one session at a time:
 2. take the session's lease (owner `PRUNE_OWNER`), so a service cannot take it over meanwhile
    and a service's append under its older lease is refused (fencing);
 3. write its JSONL export (exactly what ``todo-sessions export`` writes) gzipped to
-   ``<archive>/<id>.jsonl.gz.tmp``, fsync it, rename it to ``<id>.jsonl.gz``, fsync the
-   directory; an archive already there (a run that crashed after writing it) is reused when
-   it verifies;
+   ``<archive>/<name>.tmp``, fsync it, rename it to ``<name>`` (`archives.archive_path`),
+   fsync the directory; an archive already there (a run that crashed after writing it, or
+   one named as before, `archives.legacy_archive_path`) is reused when it verifies. Files are
+   0600, nothing in the directory is followed (`store.archives`);
 4. verify: decompress the file and compare it line by line with a fresh export from the
    database, and check that the session's revision did not move since;
 5. only then delete it through `delete` (one transaction: its events, tags, checkpoints,
@@ -29,11 +30,19 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy.engine import Connection
 
+from ..core.moments import duration_ms
 from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
+from .archives import (
+    ARCHIVE_SUFFIX,
+    archive_path,
+    legacy_archive_path,
+    make_directory,
+    open_regular,
+    write_archive,
+)
 from .finding import Finding
 from .leasing import Leasing
 from .results import PruneReport, SessionSummary
@@ -42,35 +51,14 @@ __all__ = ["ARCHIVE_SUFFIX", "PRUNE_OWNER", "Retention", "archive_path"]
 
 PRUNE_OWNER = "todo-sessions-prune"
 """The lease owner a prune holds a session under while it archives and deletes it."""
-ARCHIVE_SUFFIX = ".jsonl.gz"
 _PRUNE_LEASE_TTL = 300.0
 
 
-def archive_path(directory: str | os.PathLike[str], session_id: str) -> Path:
-    """Where `prune` archives a session: ``<directory>/<id>.jsonl.gz`` (the id
-    percent-encoded where it is not a plain file name)."""
-    name = quote(session_id, safe="-_.")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    return Path(directory) / f"{name}{ARCHIVE_SUFFIX}"
-
-
 def _duration_ms(older_than: Any) -> int:
-    if isinstance(older_than, datetime.timedelta):
-        return int(older_than.total_seconds() * 1000)
-    if type(older_than) is int and older_than >= 0:
-        return older_than
-    raise TypeError(f"older_than must be a timedelta or an int of ms >= 0, got {older_than!r}")
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name == "nt":  # no directory handles to fsync there
-        return
-    fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return duration_ms(older_than)
+    except TypeError as exc:
+        raise TypeError(f"older_than {exc}") from None
 
 
 class Retention(Finding, Leasing):
@@ -86,27 +74,51 @@ class Retention(Finding, Leasing):
             yield escape_controls(line) + "\n"
 
     async def _archive_matches(self, path: Path, session_id: str) -> bool:
-        """Whether ``path`` decompresses to exactly the session's export now."""
+        """Whether ``path`` is a regular file (`archives.open_regular`) that decompresses to
+        exactly the session's export now (each line read at most one character past the one
+        expected: a planted bomb is not read whole)."""
+        raw = open_regular(path)
+        if raw is None:
+            return False
         try:
-            with gzip.open(path, "rt", encoding="utf-8", newline="") as archived:
+            with raw, gzip.open(raw, "rt", encoding="utf-8", newline="") as archived:
                 async for line in self._export_lines(session_id):
-                    if archived.readline() != line:
+                    if archived.readline(len(line) + 1) != line:
                         return False
                 return archived.read(1) == ""
         except (OSError, EOFError, UnicodeDecodeError):  # truncated or damaged: write again
             return False
 
+    def _archived_id(self, path: Path) -> str | None:
+        """The session id in the header line of the archive at ``path`` (None: none there,
+        not a regular file, or no id readable)."""
+        from ..core.jsonvalue import LosslessJSONError, decode_json
+
+        raw = open_regular(path)
+        if raw is None:
+            return None
+        try:
+            with raw, gzip.open(raw, "rt", encoding="utf-8", newline="") as archived:
+                head = decode_json(archived.readline(64 * 1024))
+        except (OSError, EOFError, UnicodeDecodeError, LosslessJSONError):
+            return None
+        inner = head.get("header") if isinstance(head, dict) else None
+        found = inner.get("id") if isinstance(inner, dict) else None
+        return found if isinstance(found, str) else None
+
     async def _write_archive(self, path: Path, session_id: str) -> None:
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "wb") as raw:  # noqa: ASYNC230 (local writes, streamed)
-            # mtime 0 and no file name: the same session always gives the same bytes
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-                async for line in self._export_lines(session_id):
-                    packed.write(line.encode("utf-8"))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(temporary, path)
-        _fsync_dir(path.parent)
+        other = self._archived_id(path)
+        if other is not None and other != session_id:
+            raise StoreError(
+                f"the archive {path} holds session {other!r}, not {session_id!r}: it was not "
+                f"overwritten and {session_id!r} was not deleted"
+            )
+
+        async def encoded() -> AsyncIterator[bytes]:
+            async for line in self._export_lines(session_id):
+                yield line.encode("utf-8")
+
+        await write_archive(path, encoded())
 
     async def _selected(
         self, older_than: int | None, keep_last: int | None, tag: str | None, now: int
@@ -181,7 +193,7 @@ class Retention(Finding, Leasing):
         deleted: list[str] = []
         skipped = list(leased)
         if selected and directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_directory(directory)
         for summary in selected:
             if summary.id in leased:
                 continue
@@ -203,7 +215,10 @@ class Retention(Finding, Leasing):
             return None
         revision = await self.revision(session_id)
         path = archive_path(directory, session_id)
-        if not (path.is_file() and await self._archive_matches(path, session_id)):
+        legacy = legacy_archive_path(directory, session_id)
+        if legacy != path and await self._archive_matches(legacy, session_id):
+            path = legacy  # archived under the earlier naming: reused as it is
+        elif not await self._archive_matches(path, session_id):
             await self._write_archive(path, session_id)
             if not await self._archive_matches(path, session_id):
                 raise StoreError(

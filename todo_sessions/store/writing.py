@@ -20,6 +20,7 @@ from ..errors import (
 )
 from .batch import AppendBatch, projection_of, search_rows
 from .codec import event_row, header_row
+from .keying import check_append_key, remember
 from .leases import Lease
 from .reading import Reading
 from .translate import is_unique_violation, translate_errors
@@ -103,6 +104,7 @@ class Writing(Reading):
                     f"seq {batch[offset - 1].seq}",
                 )
             validate_event(event)
+        await check_append_key(self, session_id, first)  # a keyed chain needs the key
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         pending = self._pending.get(session_id)
         # session/meta and todo/write change projected columns of `sessions` (`core.meta`)
@@ -126,6 +128,7 @@ class Writing(Reading):
             _append_failed(exc, session_id, first)
         if pending is not None:
             self._pending.pop(session_id, None)
+        remember(self, session_id, first + len(batch))
         if checker is not None:
             self._checkers[session_id] = checker
         return self._token(incarnation, revision)

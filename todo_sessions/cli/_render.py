@@ -14,9 +14,9 @@ from rich.padding import Padding
 from rich.rule import Rule
 from rich.text import Text
 
-from .core.envelope import SessionEvent
-from .core.messages import Message
-from .core.todos import TodoItem, render_todos, todos_from_payload
+from ..core.envelope import SessionEvent
+from ..core.messages import Message
+from ..core.todos import TodoItem, render_todos, todos_from_payload
 
 __all__ = ["Timeline", "render_messages", "render_timeline", "render_todo_list", "safe", "short"]
 

@@ -1,0 +1,63 @@
+"""``session/list`` on the store: one page of sessions, newest activity first, cursor paged
+on the store's keyset pagination (the cursors and entries are `todo_sessions.acp.listing`)."""
+
+from __future__ import annotations
+
+from ..store.results import SessionSummary
+from ..store.store import SessionStore
+from . import _sdk
+from .client_errors import client_errors
+from .listing import (
+    CursorError,
+    check_cwd,
+    cursor_position,
+    decode_cursor,
+    encode_cursor,
+    first_line,
+    session_info,
+)
+
+__all__ = ["TITLE_SCAN", "list_page", "title_of"]
+
+TITLE_SCAN = 64
+"""How many first events of an untitled session are looked through for a user message."""
+
+
+async def title_of(store: SessionStore, summary: SessionSummary) -> str | None:
+    """The session's title, else the first line of its first user message, looked for among
+    its first `TITLE_SCAN` events (one short read), else None."""
+    if summary.title:
+        return summary.title
+    events = await store.read_from(summary.id, 0, limit=TITLE_SCAN)
+    for event in events:
+        if event.type == "user/message":
+            return first_line(event.data)
+    return None
+
+
+async def list_page(
+    store: SessionStore, *, cwd: str | None, cursor: str | None, page_size: int
+) -> _sdk.ListSessionsResponse:
+    """The page of ``page_size`` sessions after ``cursor`` (a session without a cwd is not
+    listed: the schema needs one). A bad cursor or cwd is ``invalid_params``."""
+    before = None
+    if cursor is not None:
+        try:
+            before = cursor_position(*decode_cursor(cursor, store.store_id))
+        except CursorError as exc:
+            raise _sdk.RequestError.invalid_params({"cursor": str(exc)}) from None
+    try:
+        cwd = check_cwd(cwd)
+    except ValueError as exc:
+        raise _sdk.RequestError.invalid_params({"cwd": str(exc)}) from None
+    with client_errors():
+        rows = await store.list(limit=page_size + 1, before=before, cwd=cwd)
+    page, more = rows[:page_size], len(rows) > page_size
+    sessions = [
+        session_info(summary, await title_of(store, summary)) for summary in page if summary.cwd
+    ]
+    next_cursor = None
+    if more:
+        last = page[-1]
+        next_cursor = encode_cursor(store.store_id, last.updated_at, last.id)
+    return _sdk.ListSessionsResponse(sessions=sessions, next_cursor=next_cursor)
