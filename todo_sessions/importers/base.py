@@ -289,14 +289,14 @@ def _add_line(
         except InvalidEventError as exc:  # its JSON cannot be an event: nothing was added
             plan.text_only[number] = str(exc)
         else:
-            if event._data_json != text:  # the canonical text is how export writes it
+            if event.data_json != text:  # the canonical text is how export writes it
                 batch.add(VERBATIM_TYPE, {"line": text}, ignorable=True)
             try:
-                importer.map_entry(batch, state, event._data)
+                importer.map_entry(batch, state, event.payload)
             except InvalidEventError as exc:
                 plan.text_only[number] = f"its events cannot be stored ({exc})"
                 raise _Retry from exc
-            return event._data
+            return event.payload
     batch.add(VERBATIM_TYPE, {"line": text, "alone": True}, ignorable=True)
     return None
 
@@ -442,12 +442,12 @@ def export_lines(importer: Importer, events: Iterable[SessionEvent]) -> Iterable
         if event.type == importer.entry_type:
             if pending is not None:
                 yield pending
-            pending = event._data_json
-        elif event.type == VERBATIM_TYPE and event._data.get("alone"):
+            pending = event.data_json
+        elif event.type == VERBATIM_TYPE and event.payload.get("alone"):
             if pending is not None:
                 yield pending
-            pending = event._data["line"]
+            pending = event.payload["line"]
         elif event.type == VERBATIM_TYPE and pending is not None:
-            pending = event._data["line"]
+            pending = event.payload["line"]
     if pending is not None:
         yield pending

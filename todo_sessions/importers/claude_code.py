@@ -74,11 +74,11 @@ class _ImportState(_ClaudeState):
         super().advance(event)
         if event.type == ENTRY_TYPE:
             for name in _TITLES:
-                value = event._data.get(name)
+                value = event.payload.get(name)
                 if isinstance(value, str) and value.strip() and "\x00" not in value:
                     self.titles[name] = value.strip()
-        elif event.type == "session/meta" and "title" in event._data:
-            self.title = event._data["title"]
+        elif event.type == "session/meta" and "title" in event.payload:
+            self.title = event.payload["title"]
 
     def best_title(self) -> str | None:
         return next((self.titles[n] for n in _TITLES if n in self.titles), None)

@@ -100,11 +100,11 @@ class _CodexState(LogState):
         super().advance(event)
         if event.type == ENTRY_TYPE:
             self.entries += 1
-            self._fold(event._data)
-        elif event.type == "session/meta" and "title" in event._data:
-            self.title = event._data["title"]
-        elif event.type == "user/message" and event._data.get("source", {}).get("kind") == "user":
-            self.prompt = "\n".join(b.get("text", "") for b in event._data.get("content", []))
+            self._fold(event.payload)
+        elif event.type == "session/meta" and "title" in event.payload:
+            self.title = event.payload["title"]
+        elif event.type == "user/message" and event.payload.get("source", {}).get("kind") == "user":
+            self.prompt = "\n".join(b.get("text", "") for b in event.payload.get("content", []))
         elif event.type in ("step/start", "turn/end"):
             self.prompt = None
 
