@@ -247,3 +247,16 @@ async def test_a_file_that_cannot_be_read_is_an_error(tmp_path: Path) -> None:
         result = await import_file(store, CODEX, SourceFile(gone, "codex-gone"))
         assert (result.status, result.message) == ("error", f"{gone}: No such file or directory")
         assert await store.list() == []
+
+
+async def test_a_line_over_the_limit_is_skipped_with_a_warning(rollout: Path) -> None:
+    whole = lines_of(rollout)
+    long_line = max(range(len(whole)), key=lambda i: len(whole[i]))
+    limit = len(whole[long_line]) - 2  # the newline aside, one byte short
+    async with SessionStore("sqlite://") as store:
+        [result] = await import_paths(store, CODEX, [rollout], max_line_bytes=limit)
+        assert result.warnings == [
+            f"{rollout}:{long_line + 1}: skipped: longer than {limit:,} bytes ({limit + 1:,})"
+        ]
+        expected = b"".join(line for i, line in enumerate(whole) if i != long_line)
+        assert await export_session(store, CODEX, SESSION) == expected

@@ -41,6 +41,7 @@ from ..store.store import SessionStore
 
 __all__ = [
     "IMPORT_KEY",
+    "MAX_LINE_BYTES",
     "VERBATIM_TYPE",
     "Batch",
     "FileResult",
@@ -57,6 +58,8 @@ IMPORT_KEY = "import"
 """The key of a session's metadata the engine owns: ``{agent, path, offset, lines, sha256}``."""
 VERBATIM_TYPE = "import/verbatim"
 MAX_TRIES = 10
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest source line imported by default (64 MiB); a longer one is skipped, reported."""
 
 
 class VerbatimData(BaseModel):
@@ -230,9 +233,12 @@ class _Plan:
     stored: kept as text only, in an ``import/verbatim`` event of their own."""
 
 
-def _plan(importer: Importer, read: _Read, result: FileResult) -> _Plan:
+def _plan(importer: Importer, read: _Read, result: FileResult, max_line: int) -> _Plan:
     plan = _Plan([], {})
     for number, raw in read.lines:
+        if len(raw) > max_line:
+            plan.bad[number] = f"longer than {max_line:,} bytes ({len(raw):,})"
+            continue
         parsed, problem = _parse(importer, raw)
         if problem is not None:
             plan.bad[number] = problem
@@ -327,13 +333,20 @@ def _warn_bad(result: FileResult, bad: Mapping[int, str], partial: int | None) -
         )
 
 
-async def import_file(store: SessionStore, importer: Importer, source: SourceFile) -> FileResult:
+async def import_file(
+    store: SessionStore,
+    importer: Importer,
+    source: SourceFile,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> FileResult:
     """Import what is new in one file (see the module docstring); never raises for the
-    file's content or a file that cannot be read, reporting them in the `FileResult`."""
+    file's content or a file that cannot be read, reporting them in the `FileResult`. A
+    line longer than ``max_line_bytes`` is skipped with a warning."""
     result = FileResult(source.path, source.session_id)
     for _ in range(MAX_TRIES):
         try:
-            return await _import_once(store, importer, source, result)
+            return await _import_once(store, importer, source, result, max_line_bytes)
         except (SeqConflictError, SessionExistsError):
             result = FileResult(source.path, source.session_id)  # another importer was first
         except OSError as exc:
@@ -344,7 +357,11 @@ async def import_file(store: SessionStore, importer: Importer, source: SourceFil
 
 
 async def _import_once(
-    store: SessionStore, importer: Importer, source: SourceFile, result: FileResult
+    store: SessionStore,
+    importer: Importer,
+    source: SourceFile,
+    result: FileResult,
+    max_line: int,
 ) -> FileResult:
     state = await _fold(store, importer, source.session_id)
     position = None if state is None else state.metadata.get(IMPORT_KEY)
@@ -362,7 +379,7 @@ async def _import_once(
             "lines imported before (rewritten or truncated); left alone"
         )
         return result
-    plan = _plan(importer, read, result)
+    plan = _plan(importer, read, result, max_line)
     _warn_bad(result, plan.bad, read.partial)
     if state is None and not plan.good:
         if read.lines:
@@ -423,13 +440,20 @@ async def _append(
 
 
 async def import_paths(
-    store: SessionStore, importer: Importer, paths: Iterable[str | Path] | None = None
+    store: SessionStore,
+    importer: Importer,
+    paths: Iterable[str | Path] | None = None,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[FileResult]:
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
     default location when None), parents before children; one `FileResult` per file."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
     sources = await asyncio.to_thread(importer.discover, roots)
-    return [await import_file(store, importer, source) for source in sources]
+    return [
+        await import_file(store, importer, source, max_line_bytes=max_line_bytes)
+        for source in sources
+    ]
 
 
 # -- export ----------------------------------------------------------------------------------
