@@ -163,6 +163,9 @@ DOCUMENTED_SUBPACKAGES = (
     # the SDK session backends: one module per SDK, each behind its extra
     "todo_sessions.integrations.claude_agent_sdk",
     "todo_sessions.integrations.openai_agents",
+    # other agents' session files (the Claude Code importer needs the [claude] extra)
+    "todo_sessions.importers",
+    "todo_sessions.importers.claude_code",
 )
 
 
