@@ -66,13 +66,13 @@ from .batch import (
 )
 from .checkpoints import CheckpointWrite
 from .engine import HostChoice, StoreURL, make_pg_engine
+from .indexer import catch_up_all, lock_key
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
 from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import WITHOUT_SNAPSHOT, CompiledRead
 from .retry import until_reachable
-from .search import pg_values
 from .snapshots import SnapshotReads
 from .wakeups import LocalWakeups, Wait
 
@@ -445,7 +445,24 @@ class PostgresRecorder(SnapshotReads):
 
     async def delete(self, session_id: str) -> bool:
         self._acknowledged.pop(session_id, None)
-        return await self._write(_delete, session_id)
+        lock = f"SELECT pg_advisory_xact_lock_shared({lock_key(self._namespace.tables)})"
+        return await self._write(_delete, session_id, lock)
+
+    async def catch_up_index(self) -> int:
+        tables = self._namespace.tables
+
+        def each(conn: Connection) -> int:
+            def run(fn: Callable[[Connection], T], _write: bool) -> T:
+                with conn.begin():
+                    return fn(conn)
+
+            return catch_up_all(run, tables)
+
+        async def run() -> int:
+            async with self._the_engine().connect() as conn:
+                return await conn.run_sync(each)
+
+        return await self._past_standbys(run)
 
     async def acquire_lease(
         self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
@@ -608,9 +625,11 @@ async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T
         return await conn.run_sync(locked)
 
 
-async def _delete(driver: Any, sql: WriteStatements, session_id: str) -> bool:
+async def _delete(driver: Any, sql: WriteStatements, session_id: str, lock: str) -> bool:
     """Release the log, delete its events, then the session row (revision 0009's triggers
-    refuse any other order)."""
+    refuse any other order). First the search index's lock, shared: never under a catch-up
+    that is indexing the session (`indexer`)."""
+    await driver.execute(lock)
     await driver.execute(sql.release_log.sql, *sql.release_log.args({"session_id": session_id}))
     await driver.execute(sql.delete_events.sql, session_id)
     status = await driver.execute(sql.delete.sql, session_id)
@@ -703,8 +722,8 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
         chain_rows(batch, previous)
         args = _SQL.insert_events.args
         await driver.executemany(_SQL.insert_events.sql, [args(row) for row in rows])
-        if batch.search:
-            await _index(driver, batch, _SQL)
+        if batch.index:  # the search index takes the events after the commit (`indexer`)
+            await driver.execute(_SQL.mark_pending.sql, *_SQL.mark_pending.args(batch.pending()))
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)
         await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
         projection = batch.projection
@@ -715,12 +734,6 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
                 tags = [(session_id, t) for t in projection.tags]
                 await driver.executemany(_SQL.insert_tag.sql, tags)
     return incarnation, revision + 1, next_seq + len(rows)
-
-
-async def _index(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> None:
-    """The batch's search index rows, with their folded words for ``doc``."""
-    args = _SQL.insert_search.args
-    await driver.executemany(_SQL.insert_search.sql, [args(pg_values(r)) for r in batch.search])
 
 
 def _read_on(

@@ -37,6 +37,7 @@ __all__ = [
     "expected_rows",
     "fill_index",
     "fts_problems",
+    "insert_rows",
     "insert_statement",
     "replacing_sessions",
     "search_config",
@@ -173,6 +174,17 @@ def _insert(conn: Connection, tables: Tables, rows: list[dict[str, Any]]) -> Non
     dialect = conn.dialect.name
     params = [pg_values(r) for r in rows] if dialect == "postgresql" else rows
     conn.execute(insert_statement(tables, dialect), params)
+
+
+def insert_rows(conn: Connection, tables: Tables, rows: list[dict[str, Any]], *, fts: bool) -> None:
+    """Index rows (PostgreSQL: with ``doc``, so with their GIN entries), and with ``fts``
+    (SQLite) their FTS5 entries in one ``INSERT ... SELECT`` after them."""
+    if not fts:
+        _insert(conn, tables, rows)
+        return
+    top = conn.execute(top_statement(tables)).scalar_one()
+    _insert(conn, tables, rows)
+    conn.execute(fts_insert(tables), {"top": top})
 
 
 def clear_index(conn: Connection, tables: Tables) -> None:

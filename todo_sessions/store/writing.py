@@ -18,7 +18,7 @@ from ..errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from .batch import AppendBatch, projection_of, search_rows
+from .batch import AppendBatch, projection_of
 from .codec import event_row, header_row
 from .leases import Lease
 from .reading import Reading
@@ -115,7 +115,7 @@ class Writing(Reading):
             self._clock(),
             lease,
             None if change is None else projection_of(session_id, change),
-            search_rows(session_id, batch) if self._search_index else (),
+            self._search_index,
             self._chain_key,
         )
         try:
