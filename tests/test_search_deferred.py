@@ -29,6 +29,7 @@ from todo_sessions.store.indexer import newest_pending
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked
 from todo_sessions.store.namespace import DEFAULT
+from todo_sessions.store.search import stored_rows
 
 CHILD = Path(__file__).resolve().parent / "index_child.py"
 
@@ -91,6 +92,24 @@ async def test_search_index_false_writes_no_index_and_search_still_catches_up(ur
         await on.create(header("on"))
         await on.append("on", turn(0, text=word_of("on", 0)))
         assert await found_once(off, word_of("on", 0), "on", 1)  # any store's search catches up
+
+
+async def test_a_store_left_idle_catches_the_index_up_by_itself(url: str) -> None:
+    async with SessionStore(url) as store:
+        await store.create(header("idle"))
+        await store.append("idle", turn(0, text=word_of("idle", 0)))
+        tables = store.namespace.tables
+        for _ in range(200):  # no search: the store indexes once its appends pause
+            await asyncio.sleep(0.3)  # longer than the pause it waits for
+            if await run_maintenance(store, lambda c: newest_pending(c, tables)) is None:
+                break
+        else:
+            raise AssertionError("the index was never caught up")
+        rows = await run_maintenance(store, lambda c: stored_rows(c, tables, "idle"))
+        assert [(r["seq"], r["kind"], r["body"]) for r in rows] == [
+            (1, "user", word_of("idle", 0)),
+            (2, "todo", "plan"),
+        ]
 
 
 def spawn(url: str, session_id: str, count: int, search_every: int) -> subprocess.Popen[str]:

@@ -66,6 +66,7 @@ from .batch import (
 )
 from .checkpoints import CheckpointWrite
 from .engine import HostChoice, StoreURL, make_pg_engine
+from .idle_index import IdleIndexer
 from .indexer import catch_up_all, lock_key
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
@@ -177,6 +178,8 @@ class PostgresRecorder(SnapshotReads):
         """Per session: the primary's WAL position a replica must have replayed before it may
         serve that session's reads (after this store's last write, or a seq conflict)."""
         self._needed_all = 0
+        self._idle_index = IdleIndexer(self.catch_up_index)
+        """Catches the search index up once this store's appends pause."""
 
     async def open(self) -> None:
         if self._engine is not None:
@@ -265,6 +268,8 @@ class PostgresRecorder(SnapshotReads):
         if acknowledged is None or acknowledged[0] != outcome[0] or acknowledged[1] < outcome[2]:
             self._acknowledged[session_id] = (outcome[0], outcome[2])  # concurrent: the furthest
         self._wakeups.wake(session_id)  # pollers (behind a pooler) need not wait
+        if batch.index:
+            self._idle_index.appended(len(batch.rows))
         return outcome
 
     async def _append_exactly_once(self, batch: AppendBatch) -> AppendOutcome:
@@ -559,6 +564,7 @@ class PostgresRecorder(SnapshotReads):
         return await until_reachable(self._reconnect_timeout, run, refused)
 
     async def close(self) -> None:
+        await self._idle_index.close()
         listener, engine, replica = self._listener, self._engine, self._replica
         self._listener = self._engine = self._replica = None
         if listener is not None:

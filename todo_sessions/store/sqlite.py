@@ -109,6 +109,7 @@ from .batch import (
 )
 from .checkpoints import CheckpointWrite
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
+from .idle_index import INDEX_BACKLOG, INDEX_IDLE
 from .indexer import catch_up, catch_up_all
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
@@ -185,13 +186,6 @@ THREADS = 1 + READERS
 """Most threads one SQLite store ever runs: the writer and the readers."""
 
 _WRITE_OPTION = "todo_sessions_write"
-
-INDEX_IDLE = 0.1
-"""Seconds the writer waits without a job before it indexes its committed appends (one
-catch-up transaction, `indexer.catch_up`)."""
-INDEX_BACKLOG = 20_000
-"""Events left to the index past which the writer catches up between jobs even when busy
-(what a first search would otherwise have to index)."""
 
 
 class SQLiteRows:
