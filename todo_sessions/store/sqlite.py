@@ -444,16 +444,9 @@ class _Writer:
         jobs = self._jobs
         get, empty = jobs.get, jobs.empty
         while True:
-            if self.unindexed:  # the search index is behind: catch up once idle (or far behind)
-                if self.unindexed >= INDEX_BACKLOG:
-                    self._index_while_idle()
-                try:
-                    job = get(timeout=INDEX_IDLE)
-                except queue.Empty:
-                    self._index_while_idle()
-                    continue
-            else:
-                job = get()
+            job = self._next_job() if self.unindexed else get()
+            if job is _NO_JOB:
+                continue
             if job is None:
                 return
             if type(job) is _CallJob:
@@ -480,6 +473,18 @@ class _Writer:
                 self._run_call(held)
             if stop:
                 return
+
+    def _next_job(self) -> Any:
+        """The next job while the search index is behind this writer's appends: catch it up
+        first when it is far behind, and once no job came for `INDEX_IDLE` seconds (then
+        `_NO_JOB`)."""
+        if self.unindexed >= INDEX_BACKLOG:
+            self._index_while_idle()
+        try:
+            return self._jobs.get(timeout=INDEX_IDLE)
+        except queue.Empty:
+            self._index_while_idle()
+            return _NO_JOB
 
     def _index_while_idle(self) -> None:
         """One catch-up transaction (`indexer.catch_up`) for the appends this writer left to
@@ -600,6 +605,8 @@ def _close_writer(_conn: None, writer: _Writer) -> None:
 
 
 _CLOSED = "the store was closed before this could run"
+_NO_JOB: Any = object()
+"""`_Writer._next_job`'s answer when it caught the index up instead."""
 
 
 def _read_on(
