@@ -16,7 +16,7 @@
   indexed store at >= 0.9x. The index is deferred (docs/design.md, "Search"), so each indexed
   round is followed by a timed search that brings it up to date: the deferred work's rate.
 - **catchup**: ``--backlog`` events (100,000: sessions of 100 events, appended 100 and 10 at a
-  time) left to the index (SQLite: the writer's idle catch-up held off), then a fresh store's
+  time) left to the index (the background catch-up held off), then a fresh store's
   first search, which indexes them all first, and a second search; seconds. Target (SQLite):
   the first search under 5 s.
 
@@ -291,11 +291,14 @@ async def cost_part(backend: str, args: argparse.Namespace, url: Any) -> None:
 
 
 def hold_off_idle_indexing(held: bool) -> None:
-    """SQLite: keep the writer from catching up while idle (a backlog to measure), or not."""
+    """Keep the stores from catching up in the background (a backlog to measure), or not:
+    SQLite's writer thread and PostgreSQL's `IdleIndexer`."""
+    from todo_sessions.store import idle_index
     from todo_sessions.store import sqlite as sqlite_recorder
 
-    sqlite_recorder.INDEX_IDLE = 1e9 if held else 0.1
-    sqlite_recorder.INDEX_BACKLOG = 1 << 62 if held else 20_000
+    for module in (sqlite_recorder, idle_index):
+        module.INDEX_IDLE = 1e9 if held else 0.1  # type: ignore[attr-defined]
+        module.INDEX_BACKLOG = 1 << 62 if held else 20_000  # type: ignore[attr-defined]
 
 
 async def append_in(
