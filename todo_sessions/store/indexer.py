@@ -162,7 +162,7 @@ def _unindexed_events(conn: Connection, tables: Tables, ids: Sequence[int]) -> l
         .where(sp.id.in_(list(ids)), ev.type.in_(sorted(INDEXED_TYPES)), ~indexed)
         .order_by(sp.id, ev.seq)
     )
-    return list(conn.execute(statement))
+    return list(conn.execute(statement).all())
 
 
 def catch_up(conn: Connection, tables: Tables, upto: int | None = None) -> CaughtUp:

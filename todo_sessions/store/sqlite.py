@@ -10,6 +10,10 @@ thread of the store.
   ``COMMIT`` and so one fsync for all of them. An append that fails is rolled back to its
   savepoint alone; its neighbours commit. Nothing is acknowledged before the shared COMMIT has
   returned. A lone append runs without a savepoint and without waiting for company.
+- **The search index** is not written by the appends (docs/design.md, "The deferred
+  index"): each marks its events pending, and the writer thread catches the index up once it
+  has had no job for `INDEX_IDLE`, or between jobs past `INDEX_BACKLOG` events
+  (`_Writer._next_job`); a search catches up whatever is left first (`catch_up_index`).
 - **Reader threads** (two) each own a read connection; a read operation runs as one function
   inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
   connection, so there the writer thread serves reads too (no reader threads).
