@@ -49,6 +49,12 @@ Columns (per round and side; fresh sessions for every append column):
   total events/s from the first start to the last finish. The lock waits are each side's:
   SQLite's busy handler for limit, aiosqlite and agents.
 
+The store's search index is written after the appends' commits (docs/design.md, "The deferred
+index"): after each timed append run of the store, untimed, a search brings it up to date
+(``settle``), so none of that work runs inside another side's timing (what it costs:
+``bench/search_bench.py --only cost,catchup``). The process columns' writers exit with their
+appends left to the index (the next search takes them).
+
 Method: one untimed warm-up of each side, then per round every side once, in an order that
 rotates each round (limit, store, aiosqlite, agents; then store, aiosqlite, agents, limit;
 ...). Before each timed run ``gc.collect()`` runs once; the collector is never paused. Each
@@ -140,6 +146,11 @@ class Side:
         raise NotImplementedError
 
     async def close(self) -> None:
+        return None
+
+    async def settle(self) -> None:
+        """Untimed, after each timed run: finish what the side deferred (the store's search
+        index), so none of it runs inside another side's timing."""
         return None
 
     async def seed(self, events: Sequence[Event]) -> Any:
@@ -244,6 +255,9 @@ class StoreSide(Side):
 
     async def close(self) -> None:
         await self.store.__aexit__(None, None, None)
+
+    async def settle(self) -> None:
+        await self.store.search("settle")  # brings the deferred search index up to date
 
 
 AIO_SQL = {
@@ -390,7 +404,9 @@ async def appends(side: Side, count: int, per: int) -> float:
     t = clock()
     for chunk in chunks:
         await append(handle, chunk)
-    return count * per / (time.perf_counter() - t)
+    rate = count * per / (time.perf_counter() - t)
+    await side.settle()
+    return rate
 
 
 async def tasks(side: Side, n: int, per: int) -> float:
@@ -414,7 +430,9 @@ async def tasks(side: Side, n: int, per: int) -> float:
 
         t = clock()
         await asyncio.gather(*(writer(h) for h in handles))
-    return n * per / (time.perf_counter() - t)
+    rate = n * per / (time.perf_counter() - t)
+    await side.settle()
+    return rate
 
 
 async def load(side: Side, handle: Any, size: int) -> float:
@@ -586,6 +604,8 @@ async def bench(
             for size in sizes.loads:
                 log = workload(size)
                 seeded[size] = {name: await opened[name].seed(log) for name in sides}
+            for side in opened.values():
+                await side.settle()
             progress(f"seeded ({time.perf_counter() - started:.0f} s)\n")
             if "load" in only:
                 for size in sizes.loads:

@@ -13,7 +13,12 @@
 - **batch100 index cost**: `store_bench`'s batch100 row (60 appends of 100 ``assistant/message``
   events built from dicts inside the timing) on a store with the index and one with
   ``search_index=False``, alternating in each round; events/s, median of the rounds; target: the
-  indexed store at >= 0.8x (at most 25% slower).
+  indexed store at >= 0.9x. The index is deferred (docs/design.md, "Search"), so each indexed
+  round is followed by a timed search that brings it up to date: the deferred work's rate.
+- **catchup**: ``--backlog`` events (100,000: sessions of 100 events, appended 100 and 10 at a
+  time) left to the index (the background catch-up held off), then a fresh store's
+  first search, which indexes them all first, and a second search; seconds. Target (SQLite):
+  the first search under 5 s.
 
 PostgreSQL: ``TODO_SESSIONS_PG_URL`` (default postgresql://postgres@127.0.0.1:5432/postgres);
 scratch databases are created and dropped. ``--quick``: 1,000 sessions, 3 rounds.
@@ -231,6 +236,8 @@ async def run_backend(backend: str, args: argparse.Namespace, tmp: Path) -> None
             await search_part(backend, args, url)
         if "cost" in args.only:
             await cost_part(backend, args, url)
+        if "catchup" in args.only:
+            await catchup_part(backend, args, url)
     finally:
         for name in names:
             await pg_drop(name)
@@ -266,16 +273,76 @@ async def cost_part(backend: str, args: argparse.Namespace, url: Any) -> None:
     on, off = await url("on"), await url("off")
     with_index: list[float] = []
     without: list[float] = []
+    caught_up: list[float] = []
     async with SessionStore(on) as indexed, SessionStore(off, search_index=False) as plain:
         for _ in range(args.rounds):
             without.append(await batch100(plain))
             with_index.append(await batch100(indexed))
+            t = time.perf_counter()
+            await indexed.search(COMMON)  # the index brought up to date (what is left of it)
+            caught_up.append(6000 / (time.perf_counter() - t))
     ratio = statistics.median(with_index) / statistics.median(without)
     print(f"\n{backend}: batch100 (60 appends of 100 events), events/s")
     print(f"  index off  {spread(without)}")
     print(f"  index on   {spread(with_index)}")
-    verdict = "ok" if ratio >= 0.8 else "MISSED"
-    print(f"  ratio on/off {ratio:.2f}x (target >= 0.80x: {verdict})")
+    verdict = "ok" if ratio >= 0.9 else "MISSED"
+    print(f"  ratio on/off {ratio:.2f}x (target >= 0.90x: {verdict})")
+    print(f"  then a search catching up the round's 6,000 events: {spread(caught_up)} ev/s")
+
+
+def hold_off_idle_indexing(held: bool) -> None:
+    """Keep the stores from catching up in the background (a backlog to measure), or not:
+    SQLite's writer thread and PostgreSQL's `IdleIndexer`."""
+    from todo_sessions.store import idle_index
+    from todo_sessions.store import sqlite as sqlite_recorder
+
+    for module in (sqlite_recorder, idle_index):
+        module.INDEX_IDLE = 1e9 if held else 0.1  # type: ignore[attr-defined]
+        module.INDEX_BACKLOG = 1 << 62 if held else 20_000  # type: ignore[attr-defined]
+
+
+async def append_in(
+    store: SessionStore, session_id: str, log: list[SessionEvent], per: int
+) -> None:
+    """``log`` appended ``per`` events at a time."""
+    for i in range(0, len(log), per):
+        await store.append(session_id, log[i : i + per])
+
+
+async def catchup_part(backend: str, args: argparse.Namespace, url: Any) -> None:
+    """A first search after ``--backlog`` events left to the index."""
+    sessions = args.backlog // 100
+    print(f"\n{backend}: first search after {sessions * 100:,} unindexed events, s")
+    for per in (100, 10):
+        target = await url(f"catchup{per}")
+        hold_off_idle_indexing(True)
+        rng = random.Random(29)
+        words = vocabulary(rng)
+        try:
+            async with SessionStore(target) as store:
+                for start in range(0, sessions, 50):
+                    batch = range(start, min(sessions, start + 50))
+                    logs = {n: session_events(n, 100, rng, words) for n in batch}
+                    for n in batch:
+                        await store.create(SessionHeader(id=f"s{n:05d}", created_at=T0, cwd="/r"))
+
+                    await asyncio.gather(
+                        *(append_in(store, f"s{n:05d}", logs[n], per) for n in batch)
+                    )
+        finally:
+            hold_off_idle_indexing(False)
+        async with SessionStore(target) as store:
+            t = time.perf_counter()
+            hits = await store.search(COMMON)
+            first = time.perf_counter() - t
+            t = time.perf_counter()
+            await store.search(COMMON)
+            second = time.perf_counter() - t
+        verdict = "" if backend != "sqlite" else " (target < 5 s: ok)" if first < 5 else " MISSED"
+        print(
+            f"  appended {per:3} at a time ({sessions * 100 // per:,} appends): first search "
+            f"{first:.2f} s{verdict}, the next {second * 1000:.1f} ms, {len(hits)} hits"
+        )
 
 
 async def main() -> None:
@@ -284,9 +351,12 @@ async def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--backlog", type=int, default=100_000, help="catchup: events left")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
-        "--only", default="search,cost", help="search (the queries), cost (the index's cost)"
+        "--only",
+        default="search,cost",
+        help="search (the queries), cost (the index's cost), catchup (a first search's)",
     )
     args = parser.parse_args()
     if args.quick:

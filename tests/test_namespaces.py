@@ -235,6 +235,7 @@ async def test_the_database_check_reports_only_our_own_tables(tmp_path: Path) ->
     async with SessionStore(f"sqlite:///{path}?table_prefix=other_") as other:
         await other.create(header("o"))
         await other.append("o", turn(0))
+        assert await other.search("hi")  # the search index has taken the turn
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("PRAGMA foreign_keys = OFF")
     raw.execute("DROP TRIGGER trg_other_sessions_no_delete")  # (0009 refuses it otherwise)

@@ -9,6 +9,7 @@ values the contract names: `AppendBatch`, rows as dicts, `Lease`, `CheckpointWri
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -29,10 +30,12 @@ from todo_sessions.store.batch import AppendBatch, projection_of
 from todo_sessions.store.checkpoints import CheckpointWrite
 from todo_sessions.store.codec import event_row, header_row
 from todo_sessions.store.engine import SQLiteOptions, parse_url
+from todo_sessions.store.indexer import newest_pending
 from todo_sessions.store.leases import Lease
 from todo_sessions.store.migrate import head_revision, namespace_of
 from todo_sessions.store.reads import ListFilters
 from todo_sessions.store.recorder import Recorder
+from todo_sessions.store.search import expected_rows, stored_rows
 
 NOW = T0 + 1_000
 
@@ -56,9 +59,11 @@ def batch(
     new: bool = False,
     lease: Lease | None = None,
     now: int = NOW,
+    index: bool = False,
     **fields: Any,
 ) -> AppendBatch:
-    """The batch `SessionStore.append` would prepare (``new``: the session's first append)."""
+    """The batch `SessionStore.append` would prepare (``new``: the session's first append;
+    ``index``: for the search index)."""
     change = batch_change(list(events), inherited_below=None)
     return AppendBatch(
         session_id,
@@ -67,6 +72,7 @@ def batch(
         now,
         lease,
         None if change is None else projection_of(session_id, change),
+        index,
     )
 
 
@@ -241,6 +247,42 @@ async def test_delete_removes_the_session_its_events_and_its_lease(
     assert await recorder.lease_holders(("s",)) == {}
     assert await recorder.session_ids("events", "", 10) == []
     assert not await recorder.delete("s")
+
+
+async def test_catch_up_index_takes_every_committed_append_once(
+    recorder: BackendRecorder, db_url: str
+) -> None:
+    tables = namespace_of(parse_url(db_url)).tables
+
+    def index_of(session_id: str) -> Any:
+        return lambda conn: stored_rows(conn, tables, session_id)
+
+    def pending(conn: Any) -> int | None:
+        return newest_pending(conn, tables)
+
+    first = [*turn(0), user_message(6, "findme first")]
+    await recorder.append(batch("s", first, new=True, index=True))
+    second = [user_message(7, "findme second"), *turn(8)]
+    await recorder.append(batch("s", second, index=True))
+    await recorder.append(batch("off", turn(0), new=True))  # the index off: nothing pending
+    logged = [*first, *second]
+    expected = expected_rows("s", ((e.seq, e.type, json.loads(e.data_json)) for e in logged))
+    assert expected
+    # the writer may have caught up while idle (SQLite): the rows are there once either way
+    written = await recorder.catch_up_index()
+    assert written in (0, len(expected))
+    assert await recorder.run_maintenance(index_of("s"), write=False) == expected
+    assert await recorder.run_maintenance(pending, write=False) is None
+    assert await recorder.catch_up_index() == 0  # nothing pending: nothing written twice
+    assert await recorder.run_maintenance(index_of("s"), write=False) == expected
+    assert await recorder.run_maintenance(index_of("off"), write=False) == []
+
+    # a session deleted before its pending append was indexed: nothing indexed, nothing left
+    await recorder.append(batch("gone", [user_message(0, "findme gone")], new=True, index=True))
+    assert await recorder.delete("gone")
+    assert await recorder.catch_up_index() == 0
+    assert await recorder.run_maintenance(index_of("gone"), write=False) == []
+    assert await recorder.run_maintenance(pending, write=False) is None
 
 
 async def test_wait_for_append_returns_when_the_session_grows(recorder: BackendRecorder) -> None:

@@ -59,6 +59,7 @@ async def test_events_without_a_session_row_are_found(tmp_path: Path) -> None:
         await store.append("kept", turn(0))
         await store.create(header("lost"))
         await store.append("lost", turn(0))
+        assert await store.search_index_problems() == []  # indexed (it catches up first)
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("PRAGMA foreign_keys = OFF")  # no cascade: the events stay behind
     raw.execute("DROP TRIGGER trg_sessions_no_delete")  # (revision 0009 refuses it otherwise)

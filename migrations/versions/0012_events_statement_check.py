@@ -39,7 +39,7 @@ from alembic import op
 from todo_sessions.store.namespace import Namespace, migration_namespace
 
 revision: str = "0012"
-down_revision: str | None = "0010"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_TAGS",
     "META_TYPE",
     "OPEN_STATUSES",
+    "PROJECTED_TYPES",
     "TAG_MAX_LENGTH",
     "MetaChange",
     "SessionMeta",
@@ -109,7 +110,9 @@ class MetaChange:
     open_todos: bool | None = None
 
 
-_PROJECTED = frozenset({META_TYPE, "todo/write"})
+PROJECTED_TYPES = frozenset({META_TYPE, "todo/write"})
+"""The event types whose batches change the projected columns (`batch_change`)."""
+_PROJECTED = PROJECTED_TYPES
 
 
 def batch_change(

@@ -13,10 +13,8 @@ from hashlib import blake2b
 from typing import Any
 
 from ..core.chain import CHAIN_SIZE, event_text, genesis
-from ..core.envelope import SessionEvent
 from ..core.jsonvalue import canonical_json
 from ..core.meta import MetaChange, fold_title
-from ..core.search import INDEXED_TYPES, index_rows
 from ..errors import CorruptSessionError, SeqConflictError
 from .leases import Lease
 
@@ -29,7 +27,6 @@ __all__ = [
     "check_batch_start",
     "new_session_values",
     "projection_of",
-    "search_rows",
 ]
 
 AppendOutcome = tuple[str, int, int]
@@ -76,8 +73,8 @@ class AppendBatch:
     ``sessions`` row of a pending (created, never appended) session, or None; ``now`` is the
     store clock's time for ``updated_at``; ``lease``, when given, is checked inside the append
     transaction (`leases.check`); ``projection``, when given, is applied after the events are
-    inserted (a batch without ``session/meta`` or ``todo/write`` events has none); ``search``
-    rows are written with the events (`search_rows`); ``chain_key`` keys the hash chain
+    inserted (a batch without ``session/meta`` or ``todo/write`` events has none); ``index``:
+    the append marks its events for the search index (`indexer`); ``chain_key`` keys the hash chain
     (`core.chain.derive_key`; empty: a plain hash).
     """
 
@@ -87,22 +84,19 @@ class AppendBatch:
     now: int
     lease: Lease | None = None
     projection: Projection | None = None
-    search: Sequence[dict[str, Any]] = ()
-    """The search index rows of the batch's events (`core.search.index_rows`)."""
+    index: bool = False
+    """Whether the search index takes these events (a ``search_pending`` row, `indexer`)."""
     chain_key: bytes = b""
 
     @property
     def first_seq(self) -> int:
         return int(self.rows[0]["seq"])
 
-
-def search_rows(session_id: str, events: Sequence[SessionEvent]) -> list[dict[str, Any]]:
-    """The search index rows of a batch (events of the indexed types only are looked at)."""
-    rows: list[dict[str, Any]] = []
-    for event in events:
-        if event.type in INDEXED_TYPES:
-            rows += index_rows(session_id, event.seq, event.type, event.payload)
-    return rows
+    def pending(self) -> dict[str, Any]:
+        """The ``search_pending`` row of an indexed append (`indexer.pending_insert`)."""
+        first = self.rows[0]["seq"]
+        end = first + len(self.rows)
+        return {"session_id": self.session_id, "first_seq": first, "end_seq": end}
 
 
 def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:

@@ -12,6 +12,7 @@ from ..core.search import DEFAULT_KINDS, KINDS, parse_query, snippet
 from ..core.types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 from ..errors import SessionNotFoundError
 from . import search as index
+from .indexer import clear_pending, lock_statement
 from .listing import Listing, check_filters
 from .results import SearchHit
 from .translate import translate_errors
@@ -40,6 +41,16 @@ class Finding(Listing):
         recorder = await self._ready()
         with translate_errors(what):
             return await recorder.run_maintenance(fn, write=write)
+
+    async def _index_caught_up(self) -> None:
+        """Bring the search index up to every append committed so far, from any process
+        (`Recorder.catch_up_index`): what was acknowledged before a search is found by it. A
+        read-only store cannot write the index: it reads it as the writers left it."""
+        if self.read_only:
+            return
+        recorder = await self._ready()
+        with translate_errors("bringing the search index up to date"):
+            await recorder.catch_up_index()
 
     async def search(
         self,
@@ -79,6 +90,7 @@ class Finding(Listing):
             placed = {r["session_id"] for r in rows if r["type"] in _SURFACE_TYPES}
             return rows, index.replacing_sessions(conn, tables, sorted(placed))
 
+        await self._index_caught_up()
         rows, replacing = await self._on_connection("searching sessions", page)
         surfaces: dict[str, frozenset[int]] = {}
         hits = []
@@ -133,8 +145,11 @@ class Finding(Listing):
             index.check_config_backend(self.dialect, search_config)
 
         def rebuild(conn: Connection) -> int:
+            if conn.dialect.name == "postgresql":  # no catch-up or delete meanwhile
+                conn.execute(lock_statement(tables))
             if search_config is not None:
                 index.set_search_config(conn, tables, search_config)
+            clear_pending(conn, tables)  # the fill reads every log after this
             index.clear_index(conn, tables)
             return index.fill_index(conn, tables)
 
@@ -156,6 +171,7 @@ class Finding(Listing):
         ``events``: the log already read), or with no id the index as a whole (SQLite: FTS5's
         check of its index against the rows). Empty: nothing. `reindex` repairs either."""
         tables = self.namespace.tables
+        await self._index_caught_up()
         if session_id is None:
             return list(
                 await self._on_connection(

@@ -67,6 +67,8 @@ from .batch import (
 )
 from .checkpoints import CheckpointWrite
 from .engine import HostChoice, StoreURL, make_pg_engine
+from .idle_index import IdleIndexer
+from .indexer import catch_up_all, lock_key
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
 from .loops import PerLoop
@@ -74,7 +76,6 @@ from .namespace import DEFAULT, NOTIFY_CHANNEL, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import WITHOUT_SNAPSHOT, CompiledRead
 from .retry import until_reachable
-from .search import pg_values
 from .snapshots import SnapshotReads
 from .wakeups import LocalWakeups, Wait
 
@@ -179,6 +180,8 @@ class PostgresRecorder(SnapshotReads):
         """Per session: the primary's WAL position a replica must have replayed before it may
         serve that session's reads (after this store's last write, or a seq conflict)."""
         self._needed_all = 0
+        self._idle_index = IdleIndexer(self.catch_up_index)
+        """Catches the search index up once this store's appends pause."""
 
     async def open(self) -> None:
         if self._loops is not None:
@@ -279,6 +282,8 @@ class PostgresRecorder(SnapshotReads):
         if acknowledged is None or acknowledged[0] != outcome[0] or acknowledged[1] < outcome[2]:
             self._acknowledged[session_id] = (outcome[0], outcome[2])  # concurrent: the furthest
         self._wakeups.wake(session_id)  # pollers (behind a pooler) need not wait
+        if batch.index:
+            self._idle_index.appended(len(batch.rows))
         return outcome
 
     async def _append_exactly_once(self, batch: AppendBatch) -> AppendOutcome:
@@ -459,7 +464,24 @@ class PostgresRecorder(SnapshotReads):
 
     async def delete(self, session_id: str) -> bool:
         self._acknowledged.pop(session_id, None)
-        return await self._write(_delete, session_id)
+        lock = f"SELECT pg_advisory_xact_lock_shared({lock_key(self._namespace.tables)})"
+        return await self._write(_delete, session_id, lock)
+
+    async def catch_up_index(self) -> int:
+        tables = self._namespace.tables
+
+        def each(conn: Connection) -> int:
+            def run(fn: Callable[[Connection], T], _write: bool) -> T:
+                with conn.begin():
+                    return fn(conn)
+
+            return catch_up_all(run, tables)
+
+        async def run() -> int:
+            async with (await self._the_engine()).connect() as conn:
+                return await conn.run_sync(each)
+
+        return await self._past_standbys(run)
 
     async def acquire_lease(
         self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
@@ -560,6 +582,7 @@ class PostgresRecorder(SnapshotReads):
         return await until_reachable(self._reconnect_timeout, run, refused)
 
     async def close(self) -> None:
+        await self._idle_index.close()
         loops, self._loops = self._loops, None
         if loops is not None:
             await loops.aclose()
@@ -637,9 +660,11 @@ async def run_locked_on_engine(engine: AsyncEngine, fn: Callable[[Connection], T
         return await conn.run_sync(locked)
 
 
-async def _delete(driver: Any, sql: WriteStatements, session_id: str) -> bool:
+async def _delete(driver: Any, sql: WriteStatements, session_id: str, lock: str) -> bool:
     """Release the log, delete its events, then the session row (revision 0009's triggers
-    refuse any other order)."""
+    refuse any other order). First the search index's lock, shared: never under a catch-up
+    that is indexing the session (`indexer`)."""
+    await driver.execute(lock)
     await driver.execute(sql.release_log.sql, *sql.release_log.args({"session_id": session_id}))
     await driver.execute(sql.delete_events.sql, session_id)
     status = await driver.execute(sql.delete.sql, session_id)
@@ -733,8 +758,8 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
         insert = _SQL.insert_events  # one statement, a list per column (revision 0012)
         columns = {n: [row[n] for row in rows] for n in insert.names if n != "session_id"}
         await driver.execute(insert.sql, *insert.args({**columns, "session_id": session_id}))
-        if batch.search:
-            await _index(driver, batch, _SQL)
+        if batch.index:  # the search index takes the events after the commit (`indexer`)
+            await driver.execute(_SQL.mark_pending.sql, *_SQL.mark_pending.args(batch.pending()))
         params = after_append(next_seq, revision, len(rows), batch.now, session_id)
         await driver.execute(_SQL.update.sql, *_SQL.update.args(params))
         projection = batch.projection
@@ -745,12 +770,6 @@ async def _append(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> Ap
                 tags = [(session_id, t) for t in projection.tags]
                 await driver.executemany(_SQL.insert_tag.sql, tags)
     return incarnation, revision + 1, next_seq + len(rows)
-
-
-async def _index(driver: Any, batch: AppendBatch, _SQL: AppendStatements) -> None:
-    """The batch's search index rows, with their folded words for ``doc``."""
-    args = _SQL.insert_search.args
-    await driver.executemany(_SQL.insert_search.sql, [args(pg_values(r)) for r in batch.search])
 
 
 def _read_on(

@@ -24,8 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
+from .indexer import pending_insert
 from .schema import DEFAULT_TABLES, Tables
-from .search import fts_insert, insert_statement, top_statement
 
 __all__ = [
     "DEFAULT_QUERIES",
@@ -281,13 +281,9 @@ class AppendStatements:
     projection: Compiled
     delete_tags: Compiled
     insert_tag: Compiled
-    insert_search: Compiled
-    """One search index row (`search.insert_statement`)."""
-    search_top: Compiled | None
-    """SQLite: the highest index row id (before an append's rows); None on PostgreSQL."""
-    index_search: Compiled | None
-    """SQLite: the FTS5 entries of the index rows above ``top`` (`search.fts_insert`); None on
-    PostgreSQL, whose ``doc`` column is set by the insert itself."""
+    mark_pending: Compiled
+    """The append's ``search_pending`` row (`indexer.pending_insert`): the search index takes
+    its events after the commit."""
 
 
 def compile_append(
@@ -297,7 +293,6 @@ def compile_append(
         return Compiled(*compile_positional(statement, dialect))
 
     tables = queries.tables
-    sqlite = dialect.name == "sqlite"
     new_session = queries.insert_session(insert).values(
         {c.name: None for c in tables.sessions.columns}
     )
@@ -310,9 +305,7 @@ def compile_append(
         projection=compiled(queries.update_projection),
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
-        insert_search=compiled(insert_statement(tables, dialect.name)),
-        search_top=compiled(top_statement(tables)) if sqlite else None,
-        index_search=compiled(fts_insert(tables)) if sqlite else None,
+        mark_pending=compiled(pending_insert(tables)),
     )
 
 

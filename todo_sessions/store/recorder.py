@@ -115,6 +115,13 @@ class Recorder(Protocol):
         """Delete every checkpoint of a session; how many there were."""
         ...
 
+    async def catch_up_index(self) -> int:
+        """Index every append committed before this call that the search index has not taken
+        yet (`indexer.catch_up_all`: transactions of many appends, each deleting the pending
+        rows it indexed); the index rows written. From any process: the pending rows are in
+        the database."""
+        ...
+
     # -- reading (each in one consistent snapshot) --------------------------------------------
 
     async def find_session(self, session_id: str) -> dict[str, Any] | None:

@@ -44,6 +44,7 @@ __all__ = [
     "Tables",
     "define_tables",
     "metadata",
+    "search_pending",
     "search_text",
     "session_checkpoints",
     "session_events",
@@ -75,6 +76,7 @@ TABLE_NAMES = (
     "session_tags",
     "session_checkpoints",
     "search_text",
+    "search_pending",
 )
 """Our tables' names in the default namespace (a prefix goes in front of each)."""
 
@@ -91,6 +93,7 @@ class Tables:
     session_tags: Table
     session_checkpoints: Table
     search_text: Table
+    search_pending: Table
 
 
 SEARCH_FTS = "search_fts"
@@ -262,6 +265,19 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         PrimaryKeyConstraint("id"),
         Index(None, "session_id", "seq"),
     )
+    # Appends whose events the search index has not taken yet (revision 0011): one narrow row
+    # per indexed append, written in its transaction (seqs ``first_seq`` to ``end_seq - 1``),
+    # deleted in the transaction that indexes them (`indexer`). No foreign key: a row whose
+    # events are gone indexes nothing, and indexing is idempotent.
+    search_pending = Table(
+        f"{prefix}search_pending",
+        metadata,
+        Column("id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+        Column("session_id", String(200), nullable=False),
+        Column("first_seq", BigInteger, nullable=False),
+        Column("end_seq", BigInteger, nullable=False),
+        PrimaryKeyConstraint("id"),
+    )
     return Tables(
         metadata,
         sessions,
@@ -271,6 +287,7 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         session_tags,
         session_checkpoints,
         search_text,
+        search_pending,
     )
 
 
@@ -285,3 +302,4 @@ session_leases = DEFAULT_TABLES.session_leases
 session_tags = DEFAULT_TABLES.session_tags
 session_checkpoints = DEFAULT_TABLES.session_checkpoints
 search_text = DEFAULT_TABLES.search_text
+search_pending = DEFAULT_TABLES.search_pending

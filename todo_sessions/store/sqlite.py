@@ -10,6 +10,10 @@ thread of the store.
   ``COMMIT`` and so one fsync for all of them. An append that fails is rolled back to its
   savepoint alone; its neighbours commit. Nothing is acknowledged before the shared COMMIT has
   returned. A lone append runs without a savepoint and without waiting for company.
+- **The search index** is not written by the appends (docs/design.md, "The deferred
+  index"): each marks its events pending, and the writer thread catches the index up once it
+  has had no job for `INDEX_IDLE`, or between jobs past `INDEX_BACKLOG` events
+  (`_Writer._next_job`); a search catches up whatever is left first (`catch_up_index`).
 - **Reader threads** (two) each own a read connection; a read operation runs as one function
   inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
   connection, so there the writer thread serves reads too (no reader threads).
@@ -109,11 +113,14 @@ from .batch import (
 )
 from .checkpoints import CheckpointWrite
 from .engine import SQLiteOptions, StoreURL, ensure_private_file, sqlite_pragmas
+from .idle_index import INDEX_BACKLOG, INDEX_IDLE
+from .indexer import catch_up, catch_up_all
 from .leases import Lease, acquired, holder_of, renewed
 from .leases import check as check_lease
 from .namespace import DEFAULT, Namespace, Statements
 from .queries import AppendStatements, WriteStatements
 from .reads import CompiledRead
+from .schema import Tables
 from .snapshots import SnapshotReads
 from .wakeups import LocalWakeups, Wait
 
@@ -348,6 +355,11 @@ class _Writer:
         self.closed = False
         """Set on the thread by `_close_writer`: no connection is opened again after it."""
         self._engine: Engine | None = None
+        self.index_tables: Tables | None = None
+        """The tables the idle catch-up indexes (`_index_while_idle`); None: it never runs."""
+        self.unindexed = 0
+        """Events this writer committed since its last catch-up (an estimate: others may
+        have indexed them)."""
         self._thread = threading.Thread(target=self._serve, name="todo-sessions-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -436,7 +448,9 @@ class _Writer:
         jobs = self._jobs
         get, empty = jobs.get, jobs.empty
         while True:
-            job = get()
+            job = self._next_job() if self.unindexed else get()
+            if job is _NO_JOB:
+                continue
             if job is None:
                 return
             if type(job) is _CallJob:
@@ -464,6 +478,33 @@ class _Writer:
             if stop:
                 return
 
+    def _next_job(self) -> Any:
+        """The next job while the search index is behind this writer's appends: catch it up
+        first when it is far behind, and once no job came for `INDEX_IDLE` seconds (then
+        `_NO_JOB`)."""
+        if self.unindexed >= INDEX_BACKLOG:
+            self._index_while_idle()
+        try:
+            return self._jobs.get(timeout=INDEX_IDLE)
+        except queue.Empty:
+            self._index_while_idle()
+            return _NO_JOB
+
+    def _index_while_idle(self) -> None:
+        """One catch-up transaction (`indexer.catch_up`) for the appends this writer left to
+        the index, between jobs. A failure (the store closing, another process holding the
+        write lock past the busy timeout) leaves them to the next search."""
+        tables = self.index_tables
+        try:
+            if tables is None:
+                raise StoreError("no index to catch up")
+            done = _with_sa(self.connection(), self, lambda conn: catch_up(conn, tables), True)
+        except Exception:
+            self.unindexed = 0
+            return
+        if not done.more:
+            self.unindexed = 0
+
     def _run_call(self, job: _CallJob) -> None:
         try:
             conn = None if job.fn in _WITHOUT_CONNECTION else self.connection()
@@ -487,6 +528,8 @@ class _Writer:
         except BaseException as exc:
             _hand_back_one(job.future, None, exc)
         else:
+            if job.batch.index:
+                self.unindexed += len(job.batch.rows)
             _hand_back_one(job.future, result, None)
 
     def _commit_group(self, group: list[_AppendJob]) -> None:
@@ -507,6 +550,8 @@ class _Writer:
                     else:
                         conn.execute("RELEASE todo_sessions_append")
                         outcomes[i] = (outcome, None)
+                        if job.batch.index:
+                            self.unindexed += len(job.batch.rows)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -538,8 +583,8 @@ def _append(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements
     check_batch_start(session_id, rows[0]["seq"], next_seq)
     chain_rows(batch, previous)
     conn.executemany(_SQL.insert_events.sql, map(_row_getter(_SQL.insert_events.names), rows))
-    if batch.search:
-        _index(conn, batch, _SQL)
+    if batch.index:  # the search index takes the events after the commit (`indexer`)
+        conn.execute(_SQL.mark_pending.sql, _SQL.mark_pending.args(batch.pending()))
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
     conn.execute(_SQL.update.sql, _SQL.update.args(params))
     projection = batch.projection
@@ -558,20 +603,14 @@ def _row_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[A
     return operator.itemgetter(*names)
 
 
-def _index(conn: sqlite3.Connection, batch: AppendBatch, _SQL: AppendStatements) -> None:
-    """The batch's search rows, then their FTS5 entries in one statement."""
-    assert _SQL.search_top is not None and _SQL.index_search is not None  # SQLite's statements
-    top = conn.execute(_SQL.search_top.sql).fetchone()[0]
-    conn.executemany(_SQL.insert_search.sql, [_SQL.insert_search.args(r) for r in batch.search])
-    conn.execute(_SQL.index_search.sql, (top,))
-
-
 def _close_writer(_conn: None, writer: _Writer) -> None:
     writer.close_connection()
     writer.closed = True
 
 
 _CLOSED = "the store was closed before this could run"
+_NO_JOB: Any = object()
+"""`_Writer._next_job`'s answer when it caught the index up instead."""
 
 
 def _read_on(
@@ -726,6 +765,13 @@ def _with_sa(
             sa_conn.close()
 
 
+def _catch_up_on(conn: sqlite3.Connection, writer: _Writer, tables: Tables) -> int:
+    """`indexer.catch_up_all` on the writer thread: every append committed before it."""
+    written = catch_up_all(lambda fn, write: _with_sa(conn, writer, fn, write), tables)
+    writer.unindexed = 0
+    return written
+
+
 _WAIT: Any = object()
 """`_Readers.inline`'s answer when the read would have to wait: run it on a reader thread."""
 
@@ -869,6 +915,7 @@ class SQLiteRecorder(SnapshotReads):
         except BaseException:
             await writer.stop()
             raise
+        writer.index_tables = None if self._options.read_only else self._namespace.tables
         self._writer = writer
         if self._target.path is not None:
             self._readers = _Readers(self._target, self._options, self._sql.reads, writer._thread)
@@ -958,6 +1005,10 @@ class SQLiteRecorder(SnapshotReads):
         foreign_key_check`` (events whose session row is gone)."""
         writer = self._the_writer()
         return await writer.call(_integrity_check_on, writer, self._tables)
+
+    async def catch_up_index(self) -> int:
+        writer = self._the_writer()
+        return await writer.call(_catch_up_on, writer, self._namespace.tables)
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         writer = self._the_writer()

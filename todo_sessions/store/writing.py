@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 from ..core.catalog import FORMAT_VERSION, validate_event
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
-from ..core.meta import batch_change
+from ..core.meta import PROJECTED_TYPES, batch_change
 from ..core.structure import StructureChecker
 from ..errors import (
     CorruptSessionError,
@@ -18,7 +18,7 @@ from ..errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from .batch import AppendBatch, projection_of, search_rows
+from .batch import AppendBatch, projection_of
 from .codec import event_row, header_row
 from .keying import check_append_key, remember
 from .leases import Lease
@@ -94,6 +94,11 @@ class Writing(Reading):
         if not batch:
             return await self._current_token(session_id)
         first = batch[0].seq
+        # One pass: contiguity, validation (skipped for events that passed it already, a live
+        # session's), the row (its canonical text, which the chain hashes), the projected
+        # events (session/meta and todo/write change columns of `sessions`: `core.meta`)
+        rows: list[dict[str, Any]] = []
+        projected: list[SessionEvent] = []
         for offset, event in enumerate(batch):
             if offset and event.seq != first + offset:
                 raise SeqConflictError(
@@ -104,20 +109,22 @@ class Writing(Reading):
                     f"seq {batch[offset - 1].seq}",
                 )
             validate_event(event)
+            rows.append(event_row(session_id, event))
+            if event.type in PROJECTED_TYPES:
+                projected.append(event)
         await check_append_key(self, session_id, first)  # a keyed chain needs the key
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         pending = self._pending.get(session_id)
-        # session/meta and todo/write change projected columns of `sessions` (`core.meta`)
         inherited = pending.seed_length if pending is not None else None
-        change = batch_change(batch, inherited_below=inherited)
+        change = batch_change(projected, inherited_below=inherited) if projected else None
         prepared = AppendBatch(
             session_id,
-            [event_row(session_id, e) for e in batch],
+            rows,
             header_row(pending) if pending is not None else None,
             self._clock(),
             lease,
             None if change is None else projection_of(session_id, change),
-            search_rows(session_id, batch) if self._search_index else (),
+            self._search_index,
             self._chain_key,
         )
         try:
