@@ -1,7 +1,7 @@
 """PostgreSQL: an event row's session is checked once per statement, not once per row
 
 Revision ID: 0012_events_statement_check
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-05
 
 On PostgreSQL the foreign key ``session_events.session_id -> sessions.id`` ran its check for

@@ -7,8 +7,6 @@ module and nothing of the library).
 
 from __future__ import annotations
 
-import datetime
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -140,38 +138,24 @@ SEQ = AtLeast(0, "a seq >= 0", "SEQ")
 COUNT = AtLeast(1, "a number >= 1", "N")
 NATURAL = AtLeast(0, "a number >= 0", "N")
 
-AGO = re.compile(r"^(\d+)\s*([smhdw])$")
-"""A duration: a number and its unit (s, m, h, d or w)."""
-UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
 
 class _Moment(click.ParamType):
-    """A moment as epoch ms: an ISO 8601 date or date and time (local time unless it has an
-    offset or Z), or a duration ago (``30m``, ``2h``, ``7d``, ``1w``)."""
+    """A moment as epoch ms (`core.moments.parse_moment`): an ISO 8601 date or date and time
+    (local time unless it has an offset or Z), or a duration ago (``30m``, ``2h``, ``7d``)."""
 
     name = "WHEN"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        from ..core.moments import parse_moment
         from ..store.store import wall_clock_ms
 
-        text = str(value).strip()
-        ago = AGO.match(text)
-        if ago is not None:
-            return wall_clock_ms() - int(ago.group(1)) * UNIT_MS[ago.group(2)]
         try:
-            moment = datetime.datetime.fromisoformat(text)
-        except ValueError:
+            return parse_moment(str(value), now_ms=wall_clock_ms(), local=True).ms
+        except ValueError as exc:
             name = param.opts[0] if param is not None and param.opts else "value"
-            raise UsageError(
-                f"{name} must be a date or time (2026-12-01, 2026-12-01T09:30, with an "
-                f"optional offset) or a duration ago (30m, 2h, 7d, 1w), got {value!r}",
-                ctx,
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.astimezone()  # local time
-        return int(moment.timestamp() * 1000)
+            raise UsageError(f"{name} {exc}", ctx) from None
 
 
 MOMENT = _Moment()

@@ -10,7 +10,7 @@ from ..store.migrate import migrate as run_migrate
 from ..store.results import PruneReport
 from ..store.store import SessionStore
 from ._context import Context, echo_json, pass_ctx
-from ._options import AGO, NATURAL, UNIT_MS, UsageError, command, json_option
+from ._options import NATURAL, UsageError, command, json_option
 from ._render import safe
 
 __all__ = ["migrate_cmd", "prune_cmd", "reindex_cmd"]
@@ -80,10 +80,12 @@ def prune_cmd(
     verified against the database before its session is deleted. `import` reads them back."""
     age = None
     if older_than is not None:
-        found = AGO.match(older_than.strip())
-        if found is None:
-            raise UsageError(f"--older-than {older_than!r}: give a duration such as 90d or 12h")
-        age = int(found.group(1)) * UNIT_MS[found.group(2)]
+        from ..core.moments import parse_duration
+
+        try:
+            age = parse_duration(older_than)
+        except ValueError as exc:
+            raise UsageError(f"--older-than {exc}") from None
     if age is None and keep_last is None and keep_checkpoints is None:
         raise UsageError("give --older-than, --keep-last or --keep-checkpoints")
     if (age is not None or keep_last is not None) and archive is None:
@@ -100,16 +102,7 @@ def prune_cmd(
         )
     )
     if as_json:
-        echo_json(
-            {
-                "dryRun": report.dry_run,
-                "selected": list(report.selected),
-                "archived": dict(report.archived),
-                "deleted": list(report.deleted),
-                "skipped": list(report.leased),
-                "checkpointsDeleted": report.checkpoints_deleted,
-            }
-        )
+        echo_json(report.to_dict())
     else:
         _print_pruned(ctx, report, dry_run=dry_run, checkpoints=keep_checkpoints is not None)
 

@@ -19,17 +19,7 @@ SEARCH_LIMIT = 20
 
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
-    return {
-        "sessionId": hit.session_id,
-        "title": hit.title,
-        "seq": hit.seq,
-        "kind": hit.kind,
-        "type": hit.event_type,
-        "snippet": hit.snippet,
-        "marks": [list(m) for m in hit.marks],
-        "inHistory": hit.in_history,
-        "indexId": hit.index_id,
-    }
+    return hit.to_dict()
 
 
 def _marked(hit: SearchHit) -> Text:

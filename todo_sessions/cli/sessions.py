@@ -39,19 +39,7 @@ def lease_json(holder: LeaseHolder | None) -> dict[str, Any] | None:
 
 
 def summary_json(s: SessionSummary) -> dict[str, Any]:
-    return {
-        "id": s.id,
-        "createdAt": s.created_at,
-        "updatedAt": s.updated_at,
-        "cwd": s.cwd,
-        "title": s.title,
-        "events": s.next_seq,
-        "revision": s.revision,
-        "parent": s.parent,
-        "tags": list(s.tags),
-        "metadata": dict(s.metadata),
-        "openTodos": s.open_todos,
-    }
+    return s.to_dict()
 
 
 Rows = list[tuple[SessionSummary, int]]
@@ -237,17 +225,7 @@ def _show_checkpoints(ctx: Context, session_id: str, as_json: bool) -> None:
 
     next_seq, found = ctx.run(work)
     if as_json:
-        echo_json(
-            [
-                {
-                    "seq": c.seq,
-                    "formatVersion": c.format_version,
-                    "createdAt": c.created_at,
-                    "bytes": c.size,
-                }
-                for c in found
-            ]
-        )
+        echo_json([c.to_dict() for c in found])
         return
     if not found:
         ctx.out.print(f"no checkpoints ({next_seq} events; resuming folds the whole log)")

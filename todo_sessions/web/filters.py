@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.moments import parse_moment as core_parse_moment
 from ..store.results import SessionSummary
 from ..store.store import SessionStore, wall_clock_ms
 
@@ -30,11 +31,7 @@ class FilterError(ValueError):
 FILTER_TEXT_MAX = 1000
 """The longest text a string filter may hold (a tag is at most 200 characters anyway)."""
 
-_AGO = re.compile(r"^(\d{1,12})\s*([smhdw])$")
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MIN_MS = int(datetime.datetime(1, 1, 1, tzinfo=datetime.UTC).timestamp() * 1000)
-_MAX_MS = int(datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC).timestamp() * 1000)
 _YES = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 
 
@@ -53,29 +50,11 @@ def parse_moment(name: str, raw: str, now_ms: int) -> tuple[int, str]:
     show times in UTC), where the command line takes local time. A duration is resolved
     against ``now_ms`` and its text becomes the exact moment (so a next page keeps the bounds
     of the first)."""
-    text = raw.strip()
-    ago = _AGO.match(text)
-    if ago is not None:
-        ms = now_ms - int(ago.group(1)) * _UNIT_MS[ago.group(2)]
-        if ms < _MIN_MS:
-            raise FilterError(f"{name} reaches back before the year 1, got {raw!r}")
-        return ms, iso(ms)
     try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise FilterError(
-            f"{name} must be a date or time (2026-12-01, 2026-12-01T09:30, with an optional "
-            f"offset; UTC without one) or a duration ago (30m, 2h, 7d, 1w), got {raw!r}"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    try:
-        ms = int(moment.timestamp() * 1000)
-    except (OverflowError, ValueError, OSError):  # an offset that leaves years 1..9999
-        raise FilterError(f"{name} is out of range, got {raw!r}") from None
-    if not _MIN_MS <= ms <= _MAX_MS:
-        raise FilterError(f"{name} is out of range, got {raw!r}")
-    return ms, text
+        moment = core_parse_moment(raw, now_ms=now_ms)
+    except ValueError as exc:
+        raise FilterError(f"{name} {exc}") from None
+    return moment.ms, iso(moment.ms) if moment.ago else raw.strip()
 
 
 @dataclass(frozen=True)
@@ -181,21 +160,8 @@ class ListEntry:
     turns: int
 
     def to_json(self) -> dict[str, Any]:
-        s = self.summary
-        return {
-            "id": s.id,
-            "title": s.title,
-            "cwd": s.cwd,
-            "createdAt": s.created_at,
-            "updatedAt": s.updated_at,
-            "events": s.next_seq,
-            "turns": self.turns,
-            "revision": s.revision,
-            "parent": s.parent,
-            "tags": list(s.tags),
-            "metadata": dict(s.metadata),
-            "openTodos": s.open_todos,
-        }
+        """The summary's JSON object (`SessionSummary.to_dict`) with its turn count."""
+        return {**self.summary.to_dict(), "turns": self.turns}
 
 
 async def list_page(

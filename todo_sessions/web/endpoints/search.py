@@ -121,18 +121,7 @@ async def search_page(request: Request) -> Response:
 
 def hit_json(hit: SearchHit) -> dict[str, object]:
     """One hit as ``/api/search`` answers it."""
-    return {
-        "sessionId": hit.session_id,
-        "title": hit.title,
-        "seq": hit.seq,
-        "kind": hit.kind,
-        "type": hit.event_type,
-        "snippet": hit.snippet,
-        "marks": [list(m) for m in hit.marks],
-        "inHistory": hit.in_history,
-        "indexId": hit.index_id,
-        "url": hit_url(hit.session_id, hit.seq),
-    }
+    return {**hit.to_dict(), "url": hit_url(hit.session_id, hit.seq)}
 
 
 async def api_search(request: Request) -> Response:
