@@ -47,6 +47,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from ..core.envelope import SessionEvent
+from ..core.types import REQUEST_CONTEXT, TURN_END, TURN_START
 from ..errors import SessionExistsError, StructureError, TodoSessionsError
 from ..harness.loop import AgentLoop
 from ..harness.model import Model
@@ -228,8 +229,8 @@ class TodoSessionsAgent:
         """The seq of the last turn's ``turn/start`` when that turn is still open, else None
         (one indexed read)."""
         with client_errors(session_id):
-            last = await self.service.store.latest_event(session_id, "turn/start", "turn/end")
-        return last.seq if last is not None and last.type == "turn/start" else None
+            last = await self.service.store.latest_event(session_id, TURN_START, TURN_END)
+        return last.seq if last is not None and last.type == TURN_START else None
 
     async def _read(self, session_id: str, from_seq: int) -> list[SessionEvent]:
         with client_errors(session_id):
@@ -378,7 +379,7 @@ class TodoSessionsAgent:
             store = self.service.store
             await self.service.flush(session_id)
             usage = await store.usage(session_id)
-            context = await store.latest_event(session_id, "request/context")
+            context = await store.latest_event(session_id, REQUEST_CONTEXT)
             size = None if context is None else context_window(context.data)
             tally = self._usage[session_id] = UsageTally(usage.total, size)
         await self._send(session_id, tally.update())

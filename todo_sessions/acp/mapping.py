@@ -51,6 +51,18 @@ from ..core.messages import (
     UserMessage,
 )
 from ..core.todos import TodoItem, todos_from_payload
+from ..core.types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from ..errors import InvalidEventError
 from . import _sdk
 from ._sdk import SessionUpdate
@@ -161,7 +173,7 @@ def chunk_to_updates(event: SessionEvent, anchor: int | None = None) -> list[Ses
     Chunks of one model call share the message id ``seq-<anchor>``, the seq of the call's
     first chunk (default: this chunk's own seq); `UpdateMapper` tracks the anchor.
     """
-    if event.type != "assistant/chunk":
+    if event.type != ASSISTANT_CHUNK:
         return []
     chunk = event.data.get("chunk")
     if not isinstance(chunk, dict) or not isinstance(chunk.get("text"), str) or not chunk["text"]:
@@ -227,10 +239,10 @@ def _result_update(data: ToolResultData) -> _sdk.ToolCallProgress:
 
 
 _PAYLOADS: dict[str, type[BaseModel]] = {
-    "user/message": UserMessage,
-    "assistant/message": AssistantMessageData,
-    "tool/call": ToolCallData,
-    "tool/result": ToolResultData,
+    USER_MESSAGE: UserMessage,
+    ASSISTANT_MESSAGE: AssistantMessageData,
+    TOOL_CALL: ToolCallData,
+    TOOL_RESULT: ToolResultData,
 }
 
 
@@ -248,7 +260,7 @@ def _updates(
         return [start]
     if isinstance(payload, ToolResultData):
         return [_result_update(payload)]
-    if event.type == "todo/write":
+    if event.type == TODO_WRITE:
         return [todos_to_plan(todos_from_payload(event.data, seq=event.seq))]
     return []
 
@@ -292,7 +304,7 @@ def event_to_updates(
     return _updates(event, _parse(event), present_call)
 
 
-_BOUNDARIES = frozenset(("step/start", "step/end", "turn/start", "turn/end"))
+_BOUNDARIES = frozenset((STEP_START, STEP_END, TURN_START, TURN_END))
 """Where a streamed model call that no message cited ends."""
 
 
@@ -317,7 +329,7 @@ class UpdateMapper:
     def feed(self, event: SessionEvent) -> list[SessionUpdate]:
         """The updates ``event`` shows the client (often none)."""
         view = self._view
-        if event.type == "assistant/chunk":
+        if event.type == ASSISTANT_CHUNK:
             updates = chunk_to_updates(event, view.chunk(event.seq, None))
             for update in updates:
                 kind = "reasoning" if update.session_update == "agent_thought_chunk" else "text"
@@ -355,7 +367,7 @@ class UpdateMapper:
         elif kind in _BOUNDARIES:
             self._view.forget_call()  # as `feed` does
             return []
-        elif kind != "todo/write":
+        elif kind != TODO_WRITE:
             return []  # `feed` shows nothing of any other kind
         return [update_to_wire(update) for update in self.feed(event)]
 

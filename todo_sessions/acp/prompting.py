@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from ..core.envelope import SessionEvent
+from ..core.types import TURN_END, USER_MESSAGE
 from ..harness.loop import TurnOutcome
 from ..session import Session
 from . import _sdk
@@ -77,7 +78,7 @@ class TurnForwarder:
 
     def _forward(self, event: SessionEvent) -> None:
         self.queue.put_nowait(event)
-        if event.type == "turn/end":
+        if event.type == TURN_END:
             self.end = event
 
     async def _sender(self) -> None:
@@ -86,7 +87,7 @@ class TurnForwarder:
                 if self._tally is not None:
                     self._tally.feed(event)
                 updates = self._mapper.feed(event)
-                if event.type != "user/message":  # the client shows its own prompt
+                if event.type != USER_MESSAGE:  # the client shows its own prompt
                     for update in updates:
                         await self._send(update)
             finally:

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from ..core.envelope import SessionEvent
+from ..core.types import TODO_WRITE, USER_MESSAGE
 from ..store.store import SessionStore
 from . import _sdk
 from .listing import first_line
@@ -69,9 +70,9 @@ class Replay:
         batch: list[dict[str, Any]] = []
         for event in events:
             self.tally.feed(event)
-            if self.title is None and event.type == "user/message":
+            if self.title is None and event.type == USER_MESSAGE:
                 self.title = first_line(event.data)
-            if event.type == "todo/write":  # a plan (and plan_update if asked)
+            if event.type == TODO_WRITE:  # a plan (and plan_update if asked)
                 plans = self._with_plan_update(self.mapper.feed(event))
                 batch.extend(map(update_to_wire, plans))
             else:

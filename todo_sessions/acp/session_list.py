@@ -3,6 +3,7 @@ on the store's keyset pagination (the cursors and entries are `todo_sessions.acp
 
 from __future__ import annotations
 
+from ..core.types import USER_MESSAGE
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from . import _sdk
@@ -30,7 +31,7 @@ async def title_of(store: SessionStore, summary: SessionSummary) -> str | None:
         return summary.title
     events = await store.read_from(summary.id, 0, limit=TITLE_SCAN)
     for event in events:
-        if event.type == "user/message":
+        if event.type == USER_MESSAGE:
             return first_line(event.data)
     return None
 

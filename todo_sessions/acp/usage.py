@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.envelope import SessionEvent
 from ..core.meta import add_usage
+from ..core.types import ASSISTANT_MESSAGE, REQUEST_CONTEXT
 from . import _sdk
 
 __all__ = ["UsageTally", "context_window", "tokens_used", "usage_update"]
@@ -85,13 +86,13 @@ class UsageTally:
         self.size = size
 
     def feed(self, event: SessionEvent) -> None:
-        if event.type == "assistant/message":
+        if event.type == ASSISTANT_MESSAGE:
             if '"usage"' not in event.data_json:  # most messages of a long log: no parse
                 return
             usage = json.loads(event.data_json).get("usage")
             if isinstance(usage, Mapping):
                 add_usage(self.total, usage)
-        elif event.type == "request/context":
+        elif event.type == REQUEST_CONTEXT:
             window = context_window(event.data)
             if window is not None:
                 self.size = window

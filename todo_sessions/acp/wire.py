@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from ..core.envelope import SessionEvent
+from ..core.types import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
 from . import _sdk
 from .shown import ClientView
 
@@ -207,11 +208,11 @@ def _wire_result(view: ClientView, event: SessionEvent) -> list[dict[str, Any]] 
 
 
 _WIRE: dict[str, Callable[[ClientView, SessionEvent], list[dict[str, Any]] | None]] = {
-    "user/message": _wire_user,
-    "assistant/message": _wire_assistant,
-    "assistant/chunk": _wire_chunk,
-    "tool/call": _wire_call,
-    "tool/result": _wire_result,
+    USER_MESSAGE: _wire_user,
+    ASSISTANT_MESSAGE: _wire_assistant,
+    ASSISTANT_CHUNK: _wire_chunk,
+    TOOL_CALL: _wire_call,
+    TOOL_RESULT: _wire_result,
 }
 
 

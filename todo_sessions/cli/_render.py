@@ -17,6 +17,21 @@ from rich.text import Text
 from ..core.envelope import SessionEvent
 from ..core.messages import Message
 from ..core.todos import TodoItem, render_todos, todos_from_payload
+from ..core.types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    SESSION_END_SEED,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 
 __all__ = ["Timeline", "render_messages", "render_timeline", "render_todo_list", "safe", "short"]
 
@@ -68,11 +83,11 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
     data = event.data
     kind = event.type
     seq = Text(f"{event.seq:>5} ", style="dim")
-    if kind == "user/message":
+    if kind == USER_MESSAGE:
         body = " ".join(t for _, t in _texts(data.get("content", [])))
         replaced = " (replaces earlier history)" if event.surface_op not in (None, "append") else ""
         return seq + Text("user ", style="bold cyan") + Text(short(body) + replaced)
-    if kind == "assistant/message":
+    if kind == ASSISTANT_MESSAGE:
         out = seq + Text("assistant ", style="bold magenta")
         parts = _texts(data["message"].get("content", []))
         thought = [t for k, t in parts if k == "reasoning"]
@@ -81,7 +96,7 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
             out.append(f"(thinks: {short(' '.join(thought), 60)}) ", style="italic dim")
         out.append(short(" ".join(said)) if said else "")
         return out
-    if kind == "tool/call":
+    if kind == TOOL_CALL:
         args = data.get("arguments", "")
         return (
             seq
@@ -89,24 +104,24 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
             + Text(safe(str(data.get("name"))), style="bold")
             + Text(f" {short(args, 80)}", style="dim")
         )
-    if kind == "tool/result":
+    if kind == TOOL_RESULT:
         block = data["message"]["content"][0]
         failed = block.get("isError") or "error" in data
         body = " ".join(t for _, t in _texts([block]))
         style = "red" if failed else "green"
         code = f" [{data['error']['code']}]" if "error" in data else ""
         return seq + Text("  ← ", style=style) + Text(short(body) + code, style=style)
-    if kind == "todo/write":
+    if kind == TODO_WRITE:
         todos = todos_from_payload(data, seq=event.seq)
         return Group(
-            seq + Text("todo/write", style="bold yellow"),
+            seq + Text(TODO_WRITE, style="bold yellow"),
             Padding(render_todo_list(todos), (0, 0, 0, 8), expand=False),
         )
-    if kind == "turn/end":
+    if kind == TURN_END:
         reason = data.get("reason", {}).get("kind", "?")
         style = "green" if reason == "completed" else "red"
         return seq + Text(f"turn {data.get('turn')} ended: {reason}", style=style)
-    if kind == "session/end-seed":
+    if kind == SESSION_END_SEED:
         return seq + Text("── end of inherited history (fork seed) ──", style="dim")
     return None
 
@@ -127,9 +142,9 @@ class Timeline:
     def feed(self, event: SessionEvent) -> list[RenderableType]:
         if event.type.startswith("compaction/"):
             return self._compaction(event)
-        if event.type == "turn/start":
+        if event.type == TURN_START:
             return [Rule(f"turn {event.data.get('turn')}", align="left", style="cyan")]
-        if event.type == "assistant/chunk":
+        if event.type == ASSISTANT_CHUNK:
             self.chunks += 1
             if not self.verbose:
                 return []
@@ -144,7 +159,7 @@ class Timeline:
         pruned result."""
         data = event.data
         seq = Text(f"{event.seq:>5} ", style="dim")
-        if event.type == "compaction/prune":
+        if event.type == COMPACTION_PRUNE:
             shadowed = data.get("shadowedRange", {})
             return [
                 seq
@@ -155,13 +170,13 @@ class Timeline:
                 )
             ]
         cid = str(data.get("compactionId"))
-        if event.type == "compaction/start":
+        if event.type == COMPACTION_START:
             self._compactions[cid] = {"trigger": data.get("trigger") or "?", **data}
             return []
-        if event.type == "compaction/summary":
+        if event.type == COMPACTION_SUMMARY:
             self._compactions.setdefault(cid, {"trigger": "?"}).update(data)
             return []
-        if event.type != "compaction/end":
+        if event.type != COMPACTION_END:
             return []
         seen = self._compactions.pop(cid, {"trigger": "?"})
         trigger = seen["trigger"]

@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from ..core.types import TODO_WRITE
 from ..store.store import SessionStore
 from ._context import Context, pass_ctx
 from ._options import command
@@ -47,7 +48,7 @@ def demo_cmd(ctx: Context, session_id: str | None) -> None:
     out.print(render_todo_list(todos))
     out.rule("what the model sees (derived from surface events only)")
     out.print(render_messages(messages))
-    writes = sum(1 for e in log.events if e.type == "todo/write")
+    writes = sum(1 for e in log.events if e.type == TODO_WRITE)
     out.rule()
     out.print(
         f"{len(log.events)} events stored; {writes} todo/write events in the log; "

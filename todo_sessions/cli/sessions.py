@@ -15,6 +15,7 @@ from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.messages import Message, messages_adapter
 from ..core.todos import TodoItem
+from ..core.types import TURN_START
 from ..jsonout import escape_controls
 from ..store.leases import LeaseHolder
 from ..store.results import CheckpointInfo, SessionSummary
@@ -83,7 +84,7 @@ def list_cmd(
         holders = await store.lease_holders(s.id for s in page)
         now = wall_clock_ms()
         live = {sid: h for sid, h in holders.items() if h.live(now)}
-        return [(s, await store.count(s.id, type="turn/start")) for s in page], live
+        return [(s, await store.count(s.id, type=TURN_START)) for s in page], live
 
     rows, leases = ctx.run(work)
     if as_json:

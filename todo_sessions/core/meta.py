@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import SessionEvent
-from .types import SESSION_META
+from .types import SESSION_META, TODO_WRITE
 
 __all__ = [
     "MAX_TAGS",
@@ -110,7 +110,7 @@ class MetaChange:
     open_todos: bool | None = None
 
 
-PROJECTED_TYPES = frozenset({META_TYPE, "todo/write"})
+PROJECTED_TYPES = frozenset({META_TYPE, TODO_WRITE})
 """The event types whose batches change the projected columns (`batch_change`)."""
 _PROJECTED = PROJECTED_TYPES
 

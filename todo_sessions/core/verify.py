@@ -17,6 +17,7 @@ from .compaction import replacement_cut
 from .envelope import SessionEvent, SurfaceReplace
 from .structure import StructureChecker
 from .surface import SurfaceState
+from .types import TOOL_RESULT, TURN_END
 
 __all__ = ["LogChecker", "Problem", "errors_of", "verify_events"]
 
@@ -81,7 +82,7 @@ class LogChecker:
         # from its result (docs/format.md, "Compaction").
         cut = (
             replacement_cut(self.surface, event)
-            if isinstance(event.surface_op, SurfaceReplace) and event.type != "tool/result"
+            if isinstance(event.surface_op, SurfaceReplace) and event.type != TOOL_RESULT
             else None
         )
         try:
@@ -97,7 +98,7 @@ class LogChecker:
     def _structure_problems(self, event: SessionEvent) -> list[Problem]:
         checker = self.structure
         problems = []
-        if event.type == "turn/end" and checker.open_turn is not None:
+        if event.type == TURN_END and checker.open_turn is not None:
             for call in checker.unanswered_calls():
                 message = (
                     f"turn {checker.open_turn} closed with tool call {call.call_id!r} unanswered"

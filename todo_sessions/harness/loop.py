@@ -30,6 +30,16 @@ from typing import Any
 from ..core.catalog import validate_event
 from ..core.envelope import SessionEvent
 from ..core.messages import Message
+from ..core.types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_HEADER,
+    STEP_END,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from ..redact import redact
 from ..session import Session
 from .cancellation import Aborted, until_cancelled
@@ -135,12 +145,12 @@ class AgentLoop:
             reason = {"kind": "aborted"}
         except asyncio.CancelledError:
             self._runner.close_open(turn, "cancelled")
-            self.session.append("turn/end", {"turn": turn, "reason": {"kind": "aborted"}})
+            self.session.append(TURN_END, {"turn": turn, "reason": {"kind": "aborted"}})
             await asyncio.shield(self._checkpoint("turn-end"))
             raise
         except Exception as exc:
             reason = self._failed(turn, exc)
-        self.session.append("turn/end", {"turn": turn, "reason": reason})
+        self.session.append(TURN_END, {"turn": turn, "reason": reason})
         await self._checkpoint("turn-end")
         return TurnOutcome(turn, reason["kind"], self._step, text)
 
@@ -154,9 +164,9 @@ class AgentLoop:
             "content": content,
             "source": {"kind": "user"},
         }
-        validate_event(SessionEvent("user/message", 0, 0, user, surface_op="append"))
-        self.session.append("turn/start", {"turn": turn})
-        self.session.append("user/message", user, surface_op="append")
+        validate_event(SessionEvent(USER_MESSAGE, 0, 0, user, surface_op="append"))
+        self.session.append(TURN_START, {"turn": turn})
+        self.session.append(USER_MESSAGE, user, surface_op="append")
 
     async def _steps(self, turn: int) -> tuple[str, dict[str, Any]]:
         """The turn's steps while the model asks for tools: the last text and the turn's end
@@ -165,10 +175,10 @@ class AgentLoop:
         while self._step < self.max_steps:
             self._step += 1
             step = self._step
-            self.session.append("step/start", {"turn": turn, "step": step})
+            self.session.append(STEP_START, {"turn": turn, "step": step})
             text, calls, finish = await self._model_step(turn, step)
             await self._runner.run(turn, step, calls)
-            self.session.append("step/end", {"turn": turn, "step": step})
+            self.session.append(STEP_END, {"turn": turn, "step": step})
             if finish.reason == "max-tokens":
                 return text, {"kind": "max-tokens"}
             if not calls:
@@ -221,7 +231,7 @@ class AgentLoop:
                     finish = delta
                     continue
                 chunk = {"turn": turn, "step": step, "chunk": _chunk(delta, len(chunk_seqs))}
-                chunk_seqs.append(self.session.append("assistant/chunk", chunk).seq)
+                chunk_seqs.append(self.session.append(ASSISTANT_CHUNK, chunk).seq)
                 deltas.append(delta)
         except Exception:  # `Aborted` too
             # Cancelled, or the model failed mid-stream (a dropped connection): keep what was
@@ -271,7 +281,7 @@ class AgentLoop:
         )
         if not config.same_as(self._recorded):
             reason = "initial" if self._recorded is None else "change"
-            self.session.append("request/header", config.to_data(reason=reason))
+            self.session.append(REQUEST_HEADER, config.to_data(reason=reason))
             self._recorded = config
 
     def _assistant(
@@ -303,7 +313,7 @@ class AgentLoop:
         if interrupted:
             data["interrupted"] = True
         self.session.append(
-            "assistant/message", data, surface_op="append", source_event_seqs=chunk_seqs
+            ASSISTANT_MESSAGE, data, surface_op="append", source_event_seqs=chunk_seqs
         )
 
 

@@ -23,10 +23,11 @@ from ..core.envelope import SessionEvent
 from ..core.messages import Message
 from ..core.request_header import upcast_request_header
 from ..core.surface import SurfaceState
+from ..core.types import REQUEST_HEADER
 
 __all__ = ["DerivedRequest", "RequestConfig", "derive_request", "derive_stored_request"]
 
-HEADER = "request/header"
+HEADER = REQUEST_HEADER
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..core.types import STEP_END, TOOL_CALL, TOOL_RESULT
 from ..session import Session
 from .cancellation import Aborted
 from .deltas import ToolCallDelta
@@ -99,7 +100,7 @@ class ToolRunner:
             "name": call.name,
             "arguments": call.arguments,
         }
-        return self.session.append("tool/call", data).seq
+        return self.session.append(TOOL_CALL, data).seq
 
     def _execute(self, turn: int, step: int, call: ToolCallDelta) -> Awaitable[ToolResult]:
         context = ToolContext(
@@ -157,7 +158,7 @@ class ToolRunner:
             data["error"] = error
         if result.structured is not None:
             data["meta"] = {"structured": result.structured}
-        self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
+        self.session.append(TOOL_RESULT, data, surface_op="append", source_event_seqs=[call_seq])
 
     def close_open(self, turn: int, why: str) -> None:
         """Answer every unanswered call of the turn and close the open step, so the derived
@@ -169,7 +170,7 @@ class ToolRunner:
             else:
                 self._not_started(turn, call.step, call.block_seq, call.call_id, why)
         if self.session.open_step is not None:
-            self.session.append("step/end", {"turn": turn, "step": self.session.open_step})
+            self.session.append(STEP_END, {"turn": turn, "step": self.session.open_step})
 
     def _not_started(
         self, turn: int, step: int, block_seq: int | None, call_id: str, why: str
@@ -193,4 +194,4 @@ class ToolRunner:
             },
             "error": NOT_STARTED_ERROR,
         }
-        self.session.append("tool/result", data, surface_op="append")
+        self.session.append(TOOL_RESULT, data, surface_op="append")

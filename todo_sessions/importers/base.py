@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.registry import register_event_type
+from ..core.types import SESSION_META
 from ..errors import InvalidEventError, SeqConflictError, SessionExistsError, SessionNotFoundError
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
 from ..store.store import SessionStore
@@ -276,7 +277,7 @@ def _build(
     if metadata != state.metadata:
         changes["metadata"] = metadata
     if changes:
-        batch.add("session/meta", changes, ignorable=True)
+        batch.add(SESSION_META, changes, ignorable=True)
     return batch, line_of
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
+from ..core.types import SESSION_META
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
 from ..integrations.claude_agent_sdk import (
     ENTRY_TYPE,
@@ -77,7 +78,7 @@ class _ImportState(_ClaudeState):
                 value = event.payload.get(name)
                 if isinstance(value, str) and value.strip() and "\x00" not in value:
                     self.titles[name] = value.strip()
-        elif event.type == "session/meta" and "title" in event.payload:
+        elif event.type == SESSION_META and "title" in event.payload:
             self.title = event.payload["title"]
 
     def best_title(self) -> str | None:

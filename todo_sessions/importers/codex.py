@@ -31,6 +31,15 @@ from typing import Any
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.todos import todo_list_problem
+from ..core.types import (
+    ASSISTANT_MESSAGE,
+    SESSION_META,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TURN_END,
+    USER_MESSAGE,
+)
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
 from .base import SourceFile, compact_json, register_entry_type
 
@@ -101,11 +110,11 @@ class _CodexState(LogState):
         if event.type == ENTRY_TYPE:
             self.entries += 1
             self._fold(event.payload)
-        elif event.type == "session/meta" and "title" in event.payload:
+        elif event.type == SESSION_META and "title" in event.payload:
             self.title = event.payload["title"]
-        elif event.type == "user/message" and event.payload.get("source", {}).get("kind") == "user":
+        elif event.type == USER_MESSAGE and event.payload.get("source", {}).get("kind") == "user":
             self.prompt = "\n".join(b.get("text", "") for b in event.payload.get("content", []))
-        elif event.type in ("step/start", "turn/end"):
+        elif event.type in (STEP_START, TURN_END):
             self.prompt = None
 
     def _fold(self, entry: Mapping[str, Any]) -> None:
@@ -248,13 +257,13 @@ class _Mapper:
             batch.new_turn()
             content = [{"type": "text", "text": prompt}]
             message = {"id": self.id, "role": "user", "content": content}
-            batch.add("user/message", {**message, "source": {"kind": "user"}}, surface=True)
+            batch.add(USER_MESSAGE, {**message, "source": {"kind": "user"}}, surface=True)
         elif kind in ("task_complete", "turn_complete", "turn_aborted"):
             batch.close_step()
             if self.state.open_turn is not None:
                 reason = "interrupted" if kind == "turn_aborted" else "completed"
                 end = {"turn": self.state.open_turn, "reason": {"kind": reason}}
-                batch.add("turn/end", end)
+                batch.add(TURN_END, end)
 
     def _item(self, kind: Any) -> None:
         p = self.payload
@@ -290,10 +299,10 @@ class _Mapper:
         block = {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
         turn, step = self._step([block], close=False)
         call = {"turn": turn, "step": step, "callId": call_id, "name": name}
-        self.batch.add("tool/call", {**call, "arguments": arguments})
+        self.batch.add(TOOL_CALL, {**call, "arguments": arguments})
         todos = _plan_todos(arguments) if name == "update_plan" else None
         if todos is not None:
-            self.batch.add("todo/write", {"todos": todos})
+            self.batch.add(TODO_WRITE, {"todos": todos})
         self.batch.close_step()
 
     def _step(self, blocks: list[dict[str, Any]], *, close: bool = True) -> tuple[int, int]:
@@ -304,7 +313,7 @@ class _Mapper:
         source = {"kind": "model", "provider": "openai", "model": model}
         message = {"id": self.id, "role": "assistant", "content": blocks, "source": source}
         self.batch.add(
-            "assistant/message", {"turn": turn, "step": step, "message": message}, surface=True
+            ASSISTANT_MESSAGE, {"turn": turn, "step": step, "message": message}, surface=True
         )
         if close:
             self.batch.close_step()
@@ -317,9 +326,9 @@ class _Mapper:
         summary = {"id": self.id, "role": "user", "content": content, "source": source}
         span = list(self.state.surface)
         if span:
-            self.batch.add("user/message", summary, replace=(span[0], span[-1], span))
+            self.batch.add(USER_MESSAGE, summary, replace=(span[0], span[-1], span))
         else:
-            self.batch.add("user/message", summary, surface=True)
+            self.batch.add(USER_MESSAGE, summary, surface=True)
 
 
 class CodexImporter:

@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.types import ASSISTANT_MESSAGE, SESSION_META, TODO_WRITE, TOOL_CALL, USER_MESSAGE
+
 try:
     from claude_agent_sdk import fold_session_summary
 except ImportError as exc:  # pragma: no cover - exercised by tests/test_extras.py
@@ -282,9 +284,9 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
             summary["source"] = {"kind": "compaction"}
             span = list(state.surface)
             if span:
-                batch.add("user/message", summary, replace=(span[0], span[-1], span))
+                batch.add(USER_MESSAGE, summary, replace=(span[0], span[-1], span))
             else:
-                batch.add("user/message", summary, surface=True)
+                batch.add(USER_MESSAGE, summary, surface=True)
             return
         if entry.get("isMeta") is True:
             batch.ensure_turn()
@@ -292,7 +294,7 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
             batch.new_turn()
         source = {"kind": "user"}
         batch.add(
-            "user/message",
+            USER_MESSAGE,
             {"id": uuid, "role": "user", "content": blocks, "source": source},
             surface=True,
         )
@@ -314,7 +316,7 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
         }
         if isinstance(message.get("usage"), dict):
             data["usage"] = message["usage"]
-        batch.add("assistant/message", data, surface=True)
+        batch.add(ASSISTANT_MESSAGE, data, surface=True)
         for block in blocks:
             if block["type"] == "tool-call":
                 call = {
@@ -324,13 +326,13 @@ def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None
                     "name": block["name"],
                     "arguments": block["arguments"],
                 }
-                batch.add("tool/call", call)
+                batch.add(TOOL_CALL, call)
         for name, args in _tool_uses(entry):
             todos = _todo_snapshot(args) if name == "TodoWrite" else None
             if todos is not None:
-                batch.add("todo/write", {"todos": todos})
+                batch.add(TODO_WRITE, {"todos": todos})
         if state.task_changed:  # one snapshot of the whole task list after the line's changes
-            batch.add("todo/write", {"todos": state.tasks.snapshot()})
+            batch.add(TODO_WRITE, {"todos": state.tasks.snapshot()})
         batch.close_step()
 
 
@@ -460,7 +462,7 @@ class TodoSessionsStore:
         if tag not in work.tags:
             meta["tags"] = [*work.tags, tag]
         if meta:
-            batch.add("session/meta", meta, ignorable=True)
+            batch.add(SESSION_META, meta, ignorable=True)
         return batch
 
     async def _create(

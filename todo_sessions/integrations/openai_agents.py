@@ -26,6 +26,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, cast
 
+from ..core.types import ASSISTANT_MESSAGE, SESSION_META, TODO_WRITE, TOOL_CALL, USER_MESSAGE
+
 try:
     from agents import FunctionTool, RunContextWrapper
     from agents.memory import SessionSettings
@@ -106,7 +108,7 @@ def _map_item(batch: Batch, item: Mapping[str, Any], seq: int, model: str) -> No
         if blocks:
             batch.new_turn()
             data = {"id": message_id, "role": "user", "content": blocks, "source": {"kind": "user"}}
-            batch.add("user/message", data, surface=True)
+            batch.add(USER_MESSAGE, data, surface=True)
     elif kind in ("message", "function_call") and (role == "assistant" or kind != "message"):
         if kind == "message":
             blocks = _text_blocks(item.get("content"))
@@ -126,14 +128,12 @@ def _map_item(batch: Batch, item: Mapping[str, Any], seq: int, model: str) -> No
             "content": blocks,
             "source": {"kind": "model", "provider": "openai-agents", "model": model},
         }
-        batch.add(
-            "assistant/message", {"turn": turn, "step": step, "message": message}, surface=True
-        )
+        batch.add(ASSISTANT_MESSAGE, {"turn": turn, "step": step, "message": message}, surface=True)
         if kind == "function_call":
             call = blocks[0]
             call_data: dict[str, Any] = {"turn": turn, "step": step, "callId": call["id"]}
             batch.add(
-                "tool/call", {**call_data, "name": call["name"], "arguments": call["arguments"]}
+                TOOL_CALL, {**call_data, "name": call["name"], "arguments": call["arguments"]}
             )
         batch.close_step()
     elif kind == "function_call_output" and isinstance(item.get("call_id"), str):
@@ -214,7 +214,7 @@ class TodoSessionsSession:
             if not batch.events:
                 return result
             if TAG not in state.tags:
-                batch.add("session/meta", {"tags": [*state.tags, TAG]}, ignorable=True)
+                batch.add(SESSION_META, {"tags": [*state.tags, TAG]}, ignorable=True)
             try:
                 if batch.events[0].seq == 0:
                     header = SessionHeader(
@@ -297,7 +297,7 @@ class TodoSessionsSession:
     async def _write_todos(self, todos: list[dict[str, str]]) -> None:
         def build(batch: Batch, state: _ItemsState) -> None:
             batch.ensure_turn()
-            batch.add("todo/write", {"todos": todos})
+            batch.add(TODO_WRITE, {"todos": todos})
 
         await self._append(build)
 

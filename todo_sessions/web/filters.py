@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.moments import parse_moment as core_parse_moment
+from ..core.types import TURN_START
 from ..store.results import SessionSummary
 from ..store.store import SessionStore, wall_clock_ms
 
@@ -176,6 +177,6 @@ async def list_page(
     after = await store.summary(before) if before is not None else None
     kwargs = (filters or ListFilters()).store_kwargs()
     summaries = await store.list(limit=limit, before=after, **kwargs)
-    entries = [ListEntry(s, await store.count(s.id, type="turn/start")) for s in summaries]
+    entries = [ListEntry(s, await store.count(s.id, type=TURN_START)) for s in summaries]
     more = entries[-1].summary.id if len(entries) == limit else None
     return entries, more

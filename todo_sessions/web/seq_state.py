@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.messages import Message
 from ..core.todos import TodoItem, todos_from_payload
+from ..core.types import TODO_WRITE, TURN_END, TURN_START
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT, TIMELINE_PAGE, page_start
@@ -58,8 +59,8 @@ def todo_changes(
 
 async def open_turn(store: SessionStore, session_id: str, at: int) -> int | None:
     """The turn still open at seq ``at`` (a fork there is refused), or None between turns."""
-    event = await store.latest_event(session_id, "turn/start", "turn/end", upto_seq=at)
-    if event is None or event.type != "turn/start":
+    event = await store.latest_event(session_id, TURN_START, TURN_END, upto_seq=at)
+    if event is None or event.type != TURN_START:
         return None
     turn = event.data.get("turn")
     return turn if isinstance(turn, int) else -1
@@ -133,7 +134,7 @@ async def _latest_write(
 ) -> tuple[list[TodoItem] | None, int | None]:
     """The list of the last ``todo/write`` at or before ``at`` and its seq (one indexed
     row), or ``(None, None)``."""
-    event = await store.latest_event(session_id, "todo/write", upto_seq=at)
+    event = await store.latest_event(session_id, TODO_WRITE, upto_seq=at)
     if event is None:
         return None, None
     return todos_from_payload(event.data, seq=event.seq), event.seq

@@ -10,6 +10,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.envelope import SessionEvent
+from ..core.types import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    SESSION_END_SEED,
+    SESSION_META,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT, TIMELINE_PAGE, closing, cut_text
 
@@ -178,18 +196,18 @@ def _other(event: SessionEvent, data: Any, calls: dict[str, str]) -> Row:
 
 
 ROW_MAKERS: dict[str, RowMaker] = {
-    "turn/start": _turn_start,
-    "step/start": _step_start,
-    "step/end": _step_end,
-    "user/message": _user_message,
-    "assistant/message": _assistant_message,
-    "tool/call": _tool_call,
-    "tool/result": _tool_result,
-    "todo/write": _todo_write,
-    "turn/end": _turn_end,
-    "session/end-seed": _end_seed,
-    "session/meta": _meta,
-    "assistant/chunk": _chunk,
+    TURN_START: _turn_start,
+    STEP_START: _step_start,
+    STEP_END: _step_end,
+    USER_MESSAGE: _user_message,
+    ASSISTANT_MESSAGE: _assistant_message,
+    TOOL_CALL: _tool_call,
+    TOOL_RESULT: _tool_result,
+    TODO_WRITE: _todo_write,
+    TURN_END: _turn_end,
+    SESSION_END_SEED: _end_seed,
+    SESSION_META: _meta,
+    ASSISTANT_CHUNK: _chunk,
 }
 """The row of each event type with a row of its own (``compaction/*``: `_compaction_row`;
 any other type: a minor row with its data as short JSON)."""
@@ -212,23 +230,23 @@ def _compaction_row(event: SessionEvent) -> Row:
     kind, seq = event.type, event.seq
     shadowed = data.get("shadowedRange") if isinstance(data.get("shadowedRange"), Mapping) else {}
     span = f"seqs {shadowed.get('start', '?')}..{shadowed.get('end', '?')}"
-    if kind == "compaction/start":
+    if kind == COMPACTION_START:
         tokens = data.get("tokensBefore")
         text = f"{tokens} tokens before" if tokens is not None else ""
         return Row(seq, kind, "compaction", f"compaction ({data.get('trigger') or '?'})", text=text)
-    if kind == "compaction/summary":
+    if kind == COMPACTION_SUMMARY:
         count = len(data.get("shadowedSeqs") or ())
         summary = "\n".join(t for _, t in _texts(data.get("summary")))
         return Row(
             seq, kind, "compaction", f"compaction: {span} replaced ({count} messages)", text=summary
         )
-    if kind == "compaction/end":
+    if kind == COMPACTION_END:
         if data.get("error"):
             return Row(seq, kind, "compaction", "compaction failed", text=str(data["error"]))
         tokens = data.get("tokensAfter")
         text = f"{tokens} tokens after" if tokens is not None else ""
         return Row(seq, kind, "compaction", "compaction done", text=text)
-    if kind == "compaction/prune":
+    if kind == COMPACTION_PRUNE:
         return Row(seq, kind, "compaction", f"tool result {shadowed.get('start', '?')} pruned")
     return Row(seq, kind, "other", kind, detail=_short_json(data), minor=True)
 

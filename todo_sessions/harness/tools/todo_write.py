@@ -15,6 +15,7 @@ import copy
 import json
 from typing import Any
 
+from ...core.types import TODO_WRITE
 from ...errors import InvalidEventError, StructureError
 from .base import ToolContext, ToolResult, compile_schema, schema_problem
 
@@ -138,7 +139,7 @@ class TodoWriteTool:
         if session is None:
             return ToolResult.error("todo_write requires an owning agent session")
         try:
-            session.append("todo/write", {"todos": checked})
+            session.append(TODO_WRITE, {"todos": checked})
         except (InvalidEventError, StructureError) as exc:
             return ToolResult.error(f"todo_write could not record the todo list: {exc}")
         counts = {

@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from ...core.types import TURN_START
 from ...jsonl import export_lines
 from ...jsonout import dumps, escape_controls
 from .. import bounds
@@ -57,7 +58,7 @@ async def session_page(request: Request) -> Response:
     # independent reads: the store runs them side by side (SQLite: two reader threads)
     header, turns, state, rows = await asyncio.gather(
         store.header(session_id),
-        store.count(session_id, type="turn/start"),
+        store.count(session_id, type=TURN_START),
         load_state(store, session_id, at, last, limit=limit),
         load_timeline(store, session_id, start, full_url=full_url(session_id), limit=limit),
     )
