@@ -93,7 +93,12 @@ try:
     main(sys.argv[1:], prog_name="todo-sessions")
 except SystemExit as exc:
     code = exc.code
-print("RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "EXIT", code)
+try:  # this program's own peak (getrusage's also counts the parent's before the exec)
+    with open("/proc/self/status") as status:
+        rss = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
+except OSError:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print("RSS_KB", rss, "EXIT", code)
 """
 
 
