@@ -442,7 +442,57 @@ def select_tests(patterns: list[str] | None = None) -> dict[str, list[str]]:
             continue
         for key in closure(path, {path}):
             selection[key].append(name)
-    return dict(selection)
+    return _through_importers(dict(selection))
+
+
+def _package_imports(key: str) -> set[str]:
+    """The package modules that module ``key`` imports (relative imports resolved)."""
+    path = ROOT / PACKAGE / key
+    parts = [PACKAGE, *key.removesuffix(".py").split("/")]
+    package = parts[:-1] if not key.endswith("__init__.py") else parts[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            for alias in node.names:
+                target = _resolve_from(module, alias.name)
+                if target is not None:
+                    found.add(target)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _module_key(alias.name)
+                if target is not None:
+                    found.add(target)
+    return found - {key}
+
+
+def _through_importers(selection: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A module no test imports (a part split out of a module the tests know, such as
+    ``core/envelope_checks.py`` of ``core/envelope.py``) is judged by the tests of the package
+    modules that import it, the nearest that have tests; the coverage map then runs the tests
+    that reach its lines."""
+    keys = [
+        str(p.relative_to(ROOT / PACKAGE))
+        for p in (ROOT / PACKAGE).rglob("*.py")
+        if "__pycache__" not in p.parts
+    ]
+    importers: dict[str, set[str]] = defaultdict(set)
+    for key in keys:
+        for target in _package_imports(key):
+            importers[target].add(key)
+    for key in keys:
+        if selection.get(key):
+            continue
+        seen, level = {key}, set(importers.get(key, ()))
+        while level:
+            tests = sorted({t for k in level for t in selection.get(k, [])})
+            if tests:
+                selection[key] = tests
+                break
+            seen |= level
+            level = {i for k in level for i in importers.get(k, ())} - seen
+    return selection
 
 
 def ordered_tests(module: str, tests: list[str]) -> list[str]:
