@@ -412,3 +412,29 @@ def test_a_turn_end_forgets_the_calls_of_the_turn() -> None:
 
 def _int(turn: int) -> dict[str, Any]:
     return {"turn": turn, "reason": {"kind": "interrupted"}}
+
+
+# -- a repaired result in the open step --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "accepted"), [(UNKNOWN, True), ("SOMETHING_ELSE", False)])
+def test_only_an_outcome_unknown_result_may_answer_an_earlier_step_s_call(
+    code: str, accepted: bool
+) -> None:
+    """Crash repair answers a started call of a closed step in the open one with
+    ``TOOL_OUTCOME_UNKNOWN``; any other result there names the wrong step."""
+    events = log(
+        ("turn/start", {"turn": 1}),
+        ("step/start", {"turn": 1, "step": 1}),
+        call("c1", turn=1, step=1),
+        end_step(1, 1),
+        ("step/start", {"turn": 1, "step": 2}),
+    )
+    checker = advanced(events)
+    kind, data = result("c1", turn=1, step=2)
+    answer = SessionEvent(kind, 5, T + 5, {**data, "error": {"code": code}})
+    if accepted:
+        checker.check(answer)
+    else:
+        with pytest.raises(StructureError, match="names step 2"):
+            checker.check(answer)

@@ -325,3 +325,18 @@ def test_a_failed_attempt_is_recorded_as_start_and_end_with_the_error() -> None:
     assert list(session.derive_messages()) == before
     again = failed_compaction(session.checkpoint_state(), "x", trigger="manual", tokens_before=None)
     assert "tokensBefore" not in again[0].data and again[0].data["compactionId"] != cid
+
+
+@pytest.mark.parametrize("given", [None, 12_345])
+def test_tokens_before_is_the_caller_s_count_when_given(given: int | None) -> None:
+    """The start record carries the count the caller measured (a provider's usage), else the
+    estimate of the history it replaces."""
+    session, _ = small_session()
+    n = session.next_seq
+    session.compact("summary", tokens_before=given)
+    start = session.events_from(n)[0]
+    assert start.type == "compaction/start"
+    if given is not None:
+        assert start.payload["tokensBefore"] == given
+    else:
+        assert 0 < start.payload["tokensBefore"] != 12_345

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from logs import LogBuilder
 
+from todo_sessions.core.envelope import SessionEvent
 from todo_sessions.core.surface import Replacement, SurfaceState
 from todo_sessions.errors import CheckpointError, InvalidEventError
 
@@ -151,3 +152,33 @@ def test_nodes_that_are_not_the_order_fail_when_decoded() -> None:
             restored.messages()
         with pytest.raises(CheckpointError, match=message):  # and again: nothing half-decoded
             restored.snapshot()
+
+
+def test_a_tool_result_rewrite_after_a_restore_folds_like_the_original() -> None:
+    """A restored surface knows its nodes from their checkpoint text: a rewrite of a tool
+    result is checked against that text's type, as against the event itself."""
+    b = LogBuilder()
+    b.exchange("first", "c1")
+    state = folded(b)
+    restored = restored_from(state)
+    (seq,) = [e.seq for e in b.events if e.type == "tool/result"]
+    b.turn_start()
+    rewrite = b.tool_result(
+        "c1", "shorter", surface_op={"op": "replace", "start": seq, "end": seq}, cites=[seq]
+    )
+    for surface in (state, restored):
+        surface.apply(rewrite)
+    assert restored.messages() == state.messages()
+    assert restored.export_nodes() == state.export_nodes()
+    user = next(e.seq for e in b.events if e.type == "user/message")
+    wrong = SessionEvent(
+        "tool/result",
+        rewrite.seq + 1,
+        rewrite.time,
+        dict(rewrite.payload),
+        surface_op={"op": "replace", "start": user, "end": user},
+        source_event_seqs=[user],
+    )
+    for surface in (state, restored):
+        with pytest.raises(InvalidEventError, match="must target a current tool/result"):
+            surface.apply(wrong)
