@@ -449,7 +449,7 @@ def _package_imports(key: str) -> set[str]:
     """The package modules that module ``key`` imports (relative imports resolved)."""
     path = ROOT / PACKAGE / key
     parts = [PACKAGE, *key.removesuffix(".py").split("/")]
-    package = parts[:-1] if not key.endswith("__init__.py") else parts[:-1]
+    package = parts[:-1]  # a module's package; an __init__'s is the package itself
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_bytes())):
         if isinstance(node, ast.ImportFrom):

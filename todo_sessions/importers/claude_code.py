@@ -19,12 +19,10 @@ from typing import Any
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.types import SESSION_META
+from ..integrations._claude_mapping import ENTRY_TYPE, ClaudeState, map_entry
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
 from ..integrations.claude_agent_sdk import (
-    ENTRY_TYPE,
     METADATA_KEY,
-    _ClaudeState,
-    _map_entry,
     fold_session_summary,
     project_tag,
     session_id_for,
@@ -63,7 +61,7 @@ others are imported whole and reported once."""
 _TITLES = ("customTitle", "aiTitle", "summary")
 
 
-class _ImportState(_ClaudeState):
+class _ImportState(ClaudeState):
     """The mirror's fold, and the title fields Claude Code writes (the last of each wins)."""
 
     def __init__(self) -> None:
@@ -151,7 +149,7 @@ class ClaudeCodeImporter:
 
     def map_entry(self, batch: Batch, state: LogState, entry: dict[str, Any]) -> None:
         assert isinstance(state, _ImportState)
-        _map_entry(batch, state, entry)
+        map_entry(batch, state, entry)
 
     def meta(
         self, state: LogState, source: SourceFile, fresh: Sequence[dict[str, Any]]

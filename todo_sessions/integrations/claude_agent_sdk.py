@@ -19,13 +19,12 @@ metadata by a ``session/meta`` event of the same append, so in the same transact
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.types import ASSISTANT_MESSAGE, SESSION_META, TODO_WRITE, TOOL_CALL, USER_MESSAGE
+from ..core.types import SESSION_META
 
 try:
     from claude_agent_sdk import fold_session_summary
@@ -36,11 +35,9 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/test_extras.
     ) from exc
 
 import contextlib
-import copy
 
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
-from ..core.todos import todo_list_problem
 from ..errors import (
     InvalidEventError,
     SeqConflictError,
@@ -49,10 +46,10 @@ from ..errors import (
     StoreBusyError,
 )
 from ..store.store import SessionStore
+from ._claude_mapping import ENTRY_TYPE, ClaudeState, map_entry
 from ._common import (
     MAX_TRIES,
     Batch,
-    LogState,
     LoopLocks,
     StoreHandle,
     iso_ms,
@@ -62,7 +59,6 @@ from ._common import (
 
 __all__ = ["TodoSessionsStore", "project_tag", "session_id_for"]
 
-ENTRY_TYPE = "claude/entry"
 METADATA_KEY = "claude"
 """The key of a session's metadata this adapter owns: ``{project_key, session_id, subpath?,
 summary?}``."""
@@ -118,224 +114,6 @@ def session_id_for(key: Mapping[str, Any]) -> str:
 # -- mapping: transcript lines onto typed events -------------------------------------------------
 
 
-def _blocks_of(content: Any) -> list[dict[str, Any]]:
-    """Anthropic content (a string or blocks) as this library's blocks."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    blocks: list[dict[str, Any]] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            blocks.append({"type": "text", "text": block["text"]})
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            blocks.append({"type": "reasoning", "text": block["thinking"]})
-        elif kind == "tool_use" and isinstance(block.get("id"), str):
-            arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-            blocks.append(
-                {
-                    "type": "tool-call",
-                    "id": block["id"],
-                    "name": str(block.get("name") or "tool"),
-                    "arguments": arguments,
-                }
-            )
-        elif kind == "image" and isinstance(block.get("source"), dict):
-            source = block["source"]
-            if isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str):
-                blocks.append(
-                    {"type": "image", "mediaType": source["media_type"], "data": source["data"]}
-                )
-            else:
-                blocks.append(dict(block))
-        elif isinstance(kind, str) and kind not in ("tool_result",):
-            blocks.append(dict(block))  # kept verbatim (an unknown block)
-    return blocks
-
-
-class _Tasks:
-    """The task list of ``TaskCreate`` / ``TaskUpdate``: ids in creation order."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, str]] = {}
-        self.created = 0
-
-    def create(self, args: Mapping[str, Any], result_text: str | None = None) -> bool:
-        subject = args.get("subject")
-        if not isinstance(subject, str) or not subject.strip():
-            return False
-        self.created += 1
-        self.items[str(self.created)] = {"content": subject.strip(), "status": "pending"}
-        return True
-
-    def update(self, args: Mapping[str, Any]) -> bool:
-        task = self.items.get(str(args.get("taskId")))
-        if task is None:
-            return False
-        status = args.get("status")
-        if status == "deleted":
-            del self.items[str(args.get("taskId"))]
-            return True
-        changed = False
-        if status in ("pending", "in_progress", "completed"):
-            task["status"], changed = status, True
-        subject = args.get("subject")
-        if isinstance(subject, str) and subject.strip():
-            task["content"], changed = subject.strip(), True
-        return changed
-
-    def snapshot(self) -> list[dict[str, str]]:
-        """The list as ``todo/write`` items; a subject that is not unique gets `` (task N)``."""
-        counts: dict[str, int] = {}
-        for item in self.items.values():
-            counts[item["content"]] = counts.get(item["content"], 0) + 1
-        return [
-            {**item, "content": f"{item['content']} (task {task_id})"}
-            if counts[item["content"]] > 1
-            else dict(item)
-            for task_id, item in self.items.items()
-        ]
-
-
-class _ClaudeState(LogState):
-    def __init__(self) -> None:
-        super().__init__()
-        self.uuids: set[str] = set()
-        self.tasks = _Tasks()
-        self.task_changed = False
-        """Whether the last ``claude/entry`` changed the task list."""
-
-    def advance(self, event: SessionEvent) -> None:
-        super().advance(event)
-        if event.type == ENTRY_TYPE:
-            entry = event.payload
-            uuid = entry.get("uuid")
-            if isinstance(uuid, str):
-                self.uuids.add(uuid)
-            changes = [self._fold_task(name, args) for name, args in _tool_uses(entry)]
-            self.task_changed = any(changes)
-
-    def copy(self) -> _ClaudeState:
-        twin = super().copy()
-        twin.tasks = copy.deepcopy(self.tasks)  # its items change in place
-        return twin
-
-    def _fold_task(self, name: str, args: Mapping[str, Any]) -> bool:
-        if name == "TaskCreate":
-            return self.tasks.create(args)
-        if name == "TaskUpdate":
-            return self.tasks.update(args)
-        return False
-
-
-def _tool_uses(entry: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    message = entry.get("message")
-    if entry.get("type") != "assistant" or not isinstance(message, dict):
-        return []
-    content = message.get("content")
-    uses: list[tuple[str, Mapping[str, Any]]] = []
-    for b in content if isinstance(content, list) else []:
-        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("name"), str):
-            uses.append((b["name"], b["input"] if isinstance(b.get("input"), dict) else {}))
-    return uses
-
-
-def _todo_snapshot(args: Mapping[str, Any]) -> list[dict[str, str]] | None:
-    todos = args.get("todos")
-    if not isinstance(todos, list):
-        return None
-    items = [
-        {"content": t["content"].strip(), "status": t.get("status")}
-        for t in todos
-        if isinstance(t, dict) and isinstance(t.get("content"), str)
-    ]
-    return None if len(items) != len(todos) or todo_list_problem(items) else items
-
-
-def _map_entry(batch: Batch, state: _ClaudeState, entry: dict[str, Any]) -> None:
-    """The typed events of one transcript line (after its ``claude/entry``)."""
-    kind, message = entry.get("type"), entry.get("message")
-    uuid = (
-        entry.get("uuid") if isinstance(entry.get("uuid"), str) else f"seq-{batch.state.next_seq}"
-    )
-    if kind == "user" and isinstance(message, dict):
-        content = message.get("content")
-        results = [
-            b
-            for b in (content if isinstance(content, list) else [])
-            if isinstance(b, dict) and b.get("type") == "tool_result"
-        ]
-        for block in results:
-            call_id = block.get("tool_use_id")
-            if isinstance(call_id, str) and call_id:
-                inner = _blocks_of(block.get("content", ""))
-                batch.tool_result(
-                    call_id, inner, block.get("is_error") is True, f"{uuid}:{call_id}"
-                )
-        if results:
-            return
-        blocks = _blocks_of(content)
-        if not blocks:
-            return
-        if entry.get("isCompactSummary") is True:
-            batch.ensure_turn()
-            summary = {"id": uuid, "role": "user", "content": blocks}
-            summary["source"] = {"kind": "compaction"}
-            span = list(state.surface)
-            if span:
-                batch.add(USER_MESSAGE, summary, replace=(span[0], span[-1], span))
-            else:
-                batch.add(USER_MESSAGE, summary, surface=True)
-            return
-        if entry.get("isMeta") is True:
-            batch.ensure_turn()
-        else:
-            batch.new_turn()
-        source = {"kind": "user"}
-        batch.add(
-            USER_MESSAGE,
-            {"id": uuid, "role": "user", "content": blocks, "source": source},
-            surface=True,
-        )
-    elif kind == "assistant" and isinstance(message, dict):
-        blocks = _blocks_of(message.get("content"))
-        if not blocks:
-            return
-        turn, step = batch.open_step()
-        model = message.get("model") if isinstance(message.get("model"), str) else "unknown"
-        data: dict[str, Any] = {
-            "turn": turn,
-            "step": step,
-            "message": {
-                "id": uuid,
-                "role": "assistant",
-                "content": blocks,
-                "source": {"kind": "model", "provider": "anthropic", "model": model},
-            },
-        }
-        if isinstance(message.get("usage"), dict):
-            data["usage"] = message["usage"]
-        batch.add(ASSISTANT_MESSAGE, data, surface=True)
-        for block in blocks:
-            if block["type"] == "tool-call":
-                call = {
-                    "turn": turn,
-                    "step": step,
-                    "callId": block["id"],
-                    "name": block["name"],
-                    "arguments": block["arguments"],
-                }
-                batch.add(TOOL_CALL, call)
-        for name, args in _tool_uses(entry):
-            todos = _todo_snapshot(args) if name == "TodoWrite" else None
-            if todos is not None:
-                batch.add(TODO_WRITE, {"todos": todos})
-        if state.task_changed:  # one snapshot of the whole task list after the line's changes
-            batch.add(TODO_WRITE, {"todos": state.tasks.snapshot()})
-        batch.close_step()
-
-
 class TodoSessionsStore:
     """The Claude Agent SDK ``SessionStore`` protocol on a todo-sessions store.
 
@@ -350,7 +128,7 @@ class TodoSessionsStore:
     ) -> None:
         self._handle = StoreHandle(store_or_url)
         self.cwd = cwd
-        self._states: dict[str, _ClaudeState] = {}
+        self._states: dict[str, ClaudeState] = {}
         self._locks = LoopLocks()
         """Appends to one session from one event loop queue up; appends from other threads
         and loops race through the store's seq check, and the loser is built again."""
@@ -372,7 +150,7 @@ class TodoSessionsStore:
 
     # -- state --------------------------------------------------------------------------------
 
-    async def _state(self, session_id: str) -> _ClaudeState:
+    async def _state(self, session_id: str) -> ClaudeState:
         """The fold of the stored log, brought up to date with what others appended. A fold,
         once cached, is never changed (a newer one replaces it), so the threads and event
         loops that share this adapter read it at once: never change what this returns."""
@@ -383,7 +161,7 @@ class TodoSessionsStore:
             events = await self.store.read_from(session_id, start)
         if cached is not None and not events:
             return cached
-        state = _ClaudeState() if cached is None else cached.copy()
+        state = ClaudeState() if cached is None else cached.copy()
         state.advance_all(events)
         self._states[session_id] = state
         return state
@@ -426,7 +204,7 @@ class TodoSessionsStore:
 
     def _build(
         self,
-        state: _ClaudeState,
+        state: ClaudeState,
         key: Mapping[str, Any],
         project: str,
         session: str,
@@ -444,7 +222,7 @@ class TodoSessionsStore:
             fresh.append(entry)
             batch.time = iso_ms(entry.get("timestamp"), batch.time)
             event = batch.add(ENTRY_TYPE, entry, ignorable=True)
-            _map_entry(batch, work, event.payload)
+            map_entry(batch, work, event.payload)
         if not fresh:
             return batch
         own: dict[str, Any] = dict(work.metadata.get(METADATA_KEY) or {})
