@@ -13,6 +13,7 @@ live in subpackages with surfaces of their own:
 - `todo_sessions.web`: the browser viewer (extra ``[web]``);
 - `todo_sessions.integrations`: session backends for the Claude Agent SDK and the OpenAI
   Agents SDK (extras ``[claude]``, ``[openai-agents]``);
+- `todo_sessions.importers`: other agents' session files (Claude Code, Codex) into the store;
 - `todo_sessions.alembic`: the hooks for a host application's own alembic environment;
 - `todo_sessions.errors`: every exception of the package.
 
