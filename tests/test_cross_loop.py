@@ -37,6 +37,9 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(wrapped(), self.loop).result()
 
     def stop(self) -> None:
+        # as asyncio.run ends a loop: its async generators closed first, so a PostgreSQL
+        # store's pool for this loop is closed on it (docs/design.md, "The blocking API")
+        asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()

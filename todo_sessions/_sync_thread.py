@@ -8,6 +8,7 @@ awaitable, async iterator or async context manager to it and wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -78,6 +79,12 @@ class _LoopThread:
     def stop(self) -> None:
         if self.loop.is_closed():
             return
+        if threading.current_thread() is not self.thread:
+            # as asyncio.run ends a loop: its async generators first, so what a store keeps
+            # for this loop (a PostgreSQL pool) is closed on it, not left to the collector
+            done = asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop)
+            with contextlib.suppress(Exception):
+                done.result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
