@@ -45,12 +45,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore
+from todo_sessions import SessionEvent, SessionHeader, SessionService, SessionStore
 from todo_sessions.acp.agent import LIST_PAGE_SIZE, TodoSessionsAgent
 from todo_sessions.acp.connection import AgentConnection
 from todo_sessions.acp.jsonrpc import GuardedStdioTransport
 from todo_sessions.acp.listing import encode_cursor
-from todo_sessions.service import SessionService
 
 T0 = 1_764_000_000_000
 MODEL = {"kind": "model", "provider": "p", "model": "m"}

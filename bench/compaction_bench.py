@@ -34,9 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore
+from todo_sessions import Session, SessionEvent, SessionHeader, SessionStore
 from todo_sessions.core.checkpoint import LiveState, fold
-from todo_sessions.session import Session
 
 OUTPUT = "lorem ipsum dolor sit amet " * 40
 

@@ -42,8 +42,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore
-from todo_sessions.jsonl import export_lines, import_lines, reference_lines
+from todo_sessions import (
+    SessionEvent,
+    SessionHeader,
+    SessionStore,
+    export_lines,
+    import_lines,
+    reference_lines,
+)
 
 T0 = 1_764_000_000_000
 TURN = 100

@@ -6,7 +6,7 @@ Run:  python bench/mutation.py [--module core/todos.py ...] [--sample N] [--seed
 
 It makes small changes ("mutants") to one module at a time and runs the tests that import that
 module; a mutant the tests do not notice ("survived") marks code whose behaviour no test pins.
-Modules: todo_sessions/core/*.py, harness/tools/todo_write.py and session.py (``--module``
+Modules: todo_sessions/core/*.py, harness/tools/todo_write.py and _session.py (``--module``
 picks some).
 It prints killed/survived per module and each survivor's file, line and change; ``--json FILE``
 writes the same as JSON, and ``--min-score 95`` makes the exit status 1 when a module scores
@@ -101,7 +101,7 @@ def default_modules() -> list[str]:
     core = sorted(
         f"core/{p.name}" for p in (ROOT / PACKAGE / "core").glob("*.py") if p.name != "__init__.py"
     )
-    return [*core, "harness/tools/todo_write.py", "session.py"]
+    return [*core, "harness/tools/todo_write.py", "_session.py"]
 
 
 # -- mutants ------------------------------------------------------------------------------------

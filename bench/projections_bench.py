@@ -30,9 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore
+from todo_sessions import Session, SessionEvent, SessionHeader, SessionStore
 from todo_sessions.core.surface import derive_messages
-from todo_sessions.session import Session
 
 T0 = 1_764_000_000_000
 

@@ -830,7 +830,8 @@ def compare_jsonl_exchange(case: Mapping[str, Any]) -> list[str]:
     """The reference's file for the job's events imports here as those events, under its
     header (its header line is the one we would write for it); the reference read the same
     events back from the file (``readBack``)."""
-    from todo_sessions.jsonl import parse_lines, reference_header_line
+    from todo_sessions import parse_lines
+    from todo_sessions._jsonl import reference_header_line
 
     ref, wanted = case["reference"], normal(case["job"]["events"])
     lines = ref["file"].splitlines()

@@ -18,11 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.harness.loop import AgentLoop
 from todo_sessions.harness.model import ModelDelta, ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-from todo_sessions.service import SessionService
 
 PLAN = {
     "todos": [

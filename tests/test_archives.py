@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from factories import header, turn
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, export_lines, import_lines
+from todo_sessions._jsonout import escape_controls
 from todo_sessions.errors import StoreError
-from todo_sessions.jsonl import export_lines, import_lines
-from todo_sessions.jsonout import escape_controls
 from todo_sessions.store.archives import archive_path, legacy_archive_path
 
 COLLIDING = ["Mixed", "mixed", "MIXED", "é" * 43, "É" * 43, "a/b", "A/B", ".hidden", "con"]

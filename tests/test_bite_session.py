@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from todo_sessions import InvalidEventError, SessionEvent, SessionHeader
-from todo_sessions.session import Session, wall_clock_ms
+from todo_sessions import InvalidEventError, Session, SessionEvent, SessionHeader
+from todo_sessions._session import wall_clock_ms
 
 HEADER = SessionHeader(id="bite", created_at=0)
 

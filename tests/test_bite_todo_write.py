@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import SessionHeader
+from todo_sessions import Session, SessionHeader
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext
 from todo_sessions.harness.tools.todo_write import TODO_WRITE_PARAMETERS, todo_write_description
-from todo_sessions.session import Session
 
 SCHEMA = {
     "type": "object",

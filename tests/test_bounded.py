@@ -15,10 +15,9 @@ import pytest
 from click.testing import CliRunner
 from factories import header, turn
 
-from todo_sessions import SessionStore, SyncSessionStore
+from todo_sessions import SessionStore, SyncSessionStore, export_lines
 from todo_sessions.acp.jsonrpc import GuardedStdioTransport
 from todo_sessions.cli import main
-from todo_sessions.jsonl import export_lines
 
 MB = 1024 * 1024
 

@@ -30,17 +30,18 @@ from todo_sessions import (
     SessionStore,
     StoreError,
     migrate,
+    verify_all,
+    verify_session,
 )
-from todo_sessions.cli import main
-from todo_sessions.core.chain import chain_values, derive_key, event_text, genesis, link
-from todo_sessions.integrity import verify_all, verify_session
-from todo_sessions.jsonl import (
+from todo_sessions._jsonl import (
     declared_chain,
     export_lines,
     file_chain,
     file_chain_problem,
     parse_lines,
 )
+from todo_sessions.cli import main
+from todo_sessions.core.chain import chain_values, derive_key, event_text, genesis, link
 from todo_sessions.store.codec import event_row, header_row
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked
@@ -298,7 +299,7 @@ async def test_the_export_carries_the_head_and_an_edited_file_is_found(
 
 
 async def test_export_then_import_keeps_the_chain(store: SessionStore) -> None:
-    from todo_sessions.jsonl import import_lines
+    from todo_sessions import import_lines
 
     await two_turns(store)
     lines = [line async for line in export_lines(store, "s")]

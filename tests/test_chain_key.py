@@ -12,10 +12,9 @@ import pytest
 from click.testing import CliRunner
 from factories import header, tamper, turn, user_message
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, verify_session
 from todo_sessions.cli import main
 from todo_sessions.errors import ChainKeyError
-from todo_sessions.integrity import verify_session
 from todo_sessions.store import writing
 
 

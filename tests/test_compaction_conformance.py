@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import InvalidEventError, SessionHeader, SessionStore
+from todo_sessions import InvalidEventError, SessionHeader, SessionStore, import_lines, parse_lines
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.messages import TextBlock
 from todo_sessions.core.verify import verify_events
-from todo_sessions.jsonl import header_line, import_lines, parse_lines
 
 CORPUS = Path(__file__).parent / "conformance" / "compaction_logs.jsonl"
 ENTRIES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]

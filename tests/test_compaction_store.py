@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import CompactionError, SessionService, SessionStore, SyncSessionService
+from todo_sessions import (
+    CompactionError,
+    SessionService,
+    SessionStore,
+    SyncSessionService,
+    verify_session,
+)
 from todo_sessions.core.compaction import PLAN_HEADING
 from todo_sessions.core.verify import verify_events
 from todo_sessions.harness import AgentLoop, ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-from todo_sessions.integrity import verify_session
 
 PLAN = {
     "todos": [{"content": "read", "status": "completed"}, {"content": "fix", "status": "pending"}]

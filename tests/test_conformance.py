@@ -20,11 +20,11 @@ import pytest
 
 from tests import conformance as corpus
 from tests import conformance_files as files
-from todo_sessions import EVENT_TYPES
+from todo_sessions import EVENT_TYPES, parse_lines
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.request_header import is_legacy_request_header
 from todo_sessions.core.verify import errors_of, verify_events
 from todo_sessions.core.vocabulary import REFERENCE_EVENT_TYPES
-from todo_sessions.jsonl import header_line, parse_lines
 
 
 def test_the_corpus_is_there() -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from factories import call_ids
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.core.structure import check_structure
-from todo_sessions.service import SessionService
 
 CHILD = Path(__file__).resolve().parent / "crash_child.py"
 

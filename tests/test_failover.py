@@ -24,8 +24,8 @@ from todo_sessions import (
     SessionEvent,
     SessionStore,
     StandbyServerError,
+    verify_session,
 )
-from todo_sessions.integrity import verify_session
 
 pytestmark = pytest.mark.skipif(
     not pg_cluster.available(), reason="needs Debian's PostgreSQL 15 binaries (and a postgres user)"

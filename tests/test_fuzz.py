@@ -18,9 +18,16 @@ from factories import T0, header, turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore, TodoSessionsError
+from todo_sessions import (
+    SessionEvent,
+    SessionHeader,
+    SessionStore,
+    TodoSessionsError,
+    import_lines,
+    parse_lines,
+)
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.catalog import validate_event
-from todo_sessions.jsonl import header_line, import_lines, parse_lines
 
 
 def _corpus() -> list[str]:

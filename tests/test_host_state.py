@@ -16,8 +16,7 @@ from pathlib import Path
 
 from factories import chunks, header, turn
 
-from todo_sessions import SessionStore
-from todo_sessions.jsonl import export_lines, import_lines
+from todo_sessions import SessionStore, export_lines, import_lines
 
 
 class GCWatch:

@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 from factories import T0, header, turn
 
-from todo_sessions import InvalidEventError, SessionEvent, SessionHeader, SessionStore
+from todo_sessions import (
+    InvalidEventError,
+    SessionEvent,
+    SessionHeader,
+    SessionStore,
+    import_lines,
+    parse_lines,
+)
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.envelope import MAX_INT
-from todo_sessions.jsonl import header_line, import_lines, parse_lines
 
 GOOD = [e.to_json() for e in turn(0)]
 HEADER = header_line(header("h"))

@@ -12,10 +12,9 @@ import pytest
 from click.testing import CliRunner
 from factories import header, turn
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, import_lines
 from todo_sessions.cli import main
 from todo_sessions.errors import InvalidEventError
-from todo_sessions.jsonl import import_lines
 
 
 @pytest.fixture(params=["sqlite-file", "postgres"])

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, import_lines, parse_lines
+from todo_sessions._jsonl import MAX_BYTES, MAX_EVENTS
 from todo_sessions.cli import main
 from todo_sessions.errors import ImportLimitError, InvalidEventError
-from todo_sessions.jsonl import MAX_BYTES, MAX_EVENTS, import_lines, parse_lines
 
 RSS_BOUND_KB = 300 * 1024
 """The issue's bound on the peak RSS of an import refusing a bomb: 300 MB."""

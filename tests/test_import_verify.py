@@ -20,10 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from logs import LogBuilder, build_plan, log_plans
 
-from todo_sessions import InvalidEventError, SessionEvent, SessionStore
+from todo_sessions import (
+    InvalidEventError,
+    SessionEvent,
+    SessionStore,
+    export_lines,
+    import_lines,
+    parse_lines,
+    verify_session,
+)
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.verify import errors_of, verify_events
-from todo_sessions.integrity import verify_session
-from todo_sessions.jsonl import export_lines, header_line, import_lines, parse_lines
 
 HEADER = header_line(header("x", cwd="/repo", title="t"))
 

@@ -36,7 +36,7 @@ WINDOW = 1.5
 LOCKER = """
 import sqlite3, sys, threading, time
 path, hold = sys.argv[1], float(sys.argv[2])
-writer = sqlite3.connect(path, isolation_level=None, timeout=0)
+writer = sqlite3.connect(path, isolation_level=None, timeout=30)  # waits out the store's indexer
 writer.execute("BEGIN IMMEDIATE")
 writer.execute("UPDATE sessions SET updated_at = updated_at WHERE id = 's1'")
 checkpointer = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from factories import header
 from logs import LogBuilder
 
-from todo_sessions import SessionEvent, SessionHeader, SessionStore
+from todo_sessions import SessionEvent, SessionHeader, SessionStore, export_lines, import_lines
+from todo_sessions._jsonl import header_line
 from todo_sessions.cli import main
 from todo_sessions.errors import InvalidEventError, SessionExistsError, SessionNotFoundError
 from todo_sessions.harness.demo import run_demo
-from todo_sessions.jsonl import export_lines, header_line, import_lines
 
 T0 = 1_764_000_000_000
 
@@ -317,7 +317,7 @@ async def test_blank_lines_and_crlf_are_tolerated(store: SessionStore) -> None:
 
 
 def test_import_refuses_a_broken_surface_and_a_newer_header_format(tmp_path: Path) -> None:
-    from todo_sessions.jsonl import parse_lines
+    from todo_sessions import parse_lines
 
     b = LogBuilder()
     b.exchange("hi")

@@ -31,12 +31,12 @@ from todo_sessions import (
     SessionService,
     SessionStore,
     SurfaceReplace,
+    verify_session,
 )
 from todo_sessions.core.checkpoint import CHECKPOINT_FORMAT, fold
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
-from todo_sessions.integrity import verify_session
 from todo_sessions.store.maintenance import run_maintenance
 
 HERE = Path(__file__).resolve().parent

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from factories import call_ids
 
-from todo_sessions import SessionHeader
+from todo_sessions import Session, SessionHeader
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.harness.loop import AgentLoop
 from todo_sessions.harness.model import ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-from todo_sessions.session import Session
 
 PLAN = {
     "todos": [{"content": "look", "status": "in_progress"}, {"content": "fix", "status": "pending"}]

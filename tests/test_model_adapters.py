@@ -20,7 +20,7 @@ from test_providers_stream import (
     _chunk,
 )
 
-from todo_sessions import SessionHeader
+from todo_sessions import Session, SessionHeader
 from todo_sessions.core.messages import Message, messages_adapter
 from todo_sessions.errors import ModelAuthError, ModelRequestError
 from todo_sessions.harness import AgentLoop, TodoWriteTool, ToolRegistry
@@ -32,7 +32,6 @@ from todo_sessions.harness.adapters import (
     model_from_spec,
 )
 from todo_sessions.harness.model import Finish, ModelDelta, TextDelta, content_from_deltas
-from todo_sessions.session import Session
 
 FAST = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0)
 KEY = "sk-test-secret-key"

@@ -1,7 +1,7 @@
 """The mutation gate (issue #17): a fixed sample of mutants must be killed.
 
 bench/mutation.py mutates the pure core (todo_sessions/core/*.py), harness/tools/todo_write.py and
-session.py and runs the tests that import each module; every module must keep at least 95% of
+_session.py and runs the tests that import each module; every module must keep at least 95% of
 its non-equivalent mutants killed. The full run takes several minutes, so CI runs a fixed,
 seeded sample judged by the fast unit tests; the full measurement is a maintainer command (see
 bench/RESULTS.md, "Mutation testing"):

@@ -24,11 +24,10 @@ import pytest
 from click.testing import CliRunner
 from factories import T0, header, turn
 
-from todo_sessions import PruneReport, SessionStore
+from todo_sessions import PruneReport, SessionStore, export_lines
+from todo_sessions._jsonout import escape_controls
 from todo_sessions.cli import main
 from todo_sessions.core.checkpoint import LiveState
-from todo_sessions.jsonl import export_lines
-from todo_sessions.jsonout import escape_controls
 from todo_sessions.store.retention import PRUNE_OWNER, archive_path
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from factories import header, turn
 
-from todo_sessions import SchemaError, SessionStore, StoreError
-from todo_sessions.integrity import verify_all
+from todo_sessions import SchemaError, SessionStore, StoreError, verify_all
 from todo_sessions.store.migrate import downgrade
 
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from tests.factories import header
-from todo_sessions import InvalidEventError, Session, SessionEvent
+from todo_sessions import InvalidEventError, Session, SessionEvent, parse_lines
+from todo_sessions._jsonl import header_line
 from todo_sessions.core.catalog import validate_event
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import todo_list_problem
 from todo_sessions.core.verify import verify_events
 from todo_sessions.harness.tools.base import ToolContext
 from todo_sessions.harness.tools.todo_write import TodoWriteTool
-from todo_sessions.jsonl import header_line, parse_lines
 
 T = 1_700_000_000_000
 

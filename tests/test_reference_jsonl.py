@@ -19,17 +19,17 @@ from click.testing import CliRunner
 
 from tests import conformance as corpus
 from todo_sessions import SessionStore
-from todo_sessions.cli import main
-from todo_sessions.core.catalog import validate_event
-from todo_sessions.errors import InvalidEventError
-from todo_sessions.harness.requests import derive_request
-from todo_sessions.jsonl import (
+from todo_sessions._jsonl import (
     export_lines,
     import_lines,
     parse_header_line,
     parse_lines,
     reference_lines,
 )
+from todo_sessions.cli import main
+from todo_sessions.core.catalog import validate_event
+from todo_sessions.errors import InvalidEventError
+from todo_sessions.harness.requests import derive_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

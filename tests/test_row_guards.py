@@ -28,8 +28,7 @@ from factories import header, turn
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, make_url
 
-from todo_sessions import SessionStore, migrate
-from todo_sessions.integrity import verify_all
+from todo_sessions import SessionStore, migrate, verify_all
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,

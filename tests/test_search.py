@@ -14,11 +14,10 @@ import pytest
 from conftest import _fresh
 from sqlalchemy import text
 
-from todo_sessions import SearchHit, SearchQueryError, SessionService, SessionStore
+from todo_sessions import SearchHit, SearchQueryError, SessionService, SessionStore, verify_session
 from todo_sessions.core.search import KINDS, parse_query, snippet, to_fts5, to_tsquery
 from todo_sessions.harness import AgentLoop, ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-from todo_sessions.integrity import verify_session
 from todo_sessions.store import search as search_index
 from todo_sessions.store.maintenance import run_maintenance
 

@@ -23,8 +23,7 @@ from index_child import word_of
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from todo_sessions import SessionStore, migrate
-from todo_sessions.integrity import verify_session
+from todo_sessions import SessionStore, migrate, verify_session
 from todo_sessions.store.indexer import newest_pending
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 from test_model_adapters import FakeServer, Reply, prompt
 
-from todo_sessions import SessionHeader, SessionStore
+from todo_sessions import Session, SessionHeader, SessionStore, export_lines
+from todo_sessions._redact import mask_url, mask_urls, redact
 from todo_sessions.cli import main
 from todo_sessions.errors import ModelAuthError, ModelRequestError
 from todo_sessions.harness import AgentLoop, TodoWriteTool, ToolRegistry
@@ -26,9 +27,6 @@ from todo_sessions.harness.adapters import (
     RetryPolicy,
     model_from_spec,
 )
-from todo_sessions.jsonl import export_lines
-from todo_sessions.redact import mask_url, mask_urls, redact
-from todo_sessions.session import Session
 
 KEY = "sk-proj-Echoed0Secret0Key0123456789"
 FAST = RetryPolicy(attempts=2, base_delay=0.0, max_delay=0.0)

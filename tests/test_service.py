@@ -20,6 +20,7 @@ from todo_sessions import (
     SeqConflictError,
     SessionEvent,
     SessionExistsError,
+    SessionService,
     SessionStore,
     StoreBusyError,
 )
@@ -27,7 +28,6 @@ from todo_sessions.core.structure import check_structure
 from todo_sessions.harness.loop import AgentLoop
 from todo_sessions.harness.model import ModelDelta, ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
-from todo_sessions.service import SessionService
 
 AT_FLUSH_POINTS: dict[str, Any] = {"flush_interval": None, "retain_events": True}
 """These tests pin the flush points themselves: no timer flush, and the session keeps its

@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
 
-from todo_sessions import InvalidEventError, SessionEvent, SessionHeader, StructureError
+from todo_sessions import InvalidEventError, Session, SessionEvent, SessionHeader, StructureError
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos, standing_plan
-from todo_sessions.session import Session
 
 HEADER = SessionHeader(id="live", created_at=0)
 

@@ -24,11 +24,12 @@ from todo_sessions import (
     SessionEvent,
     SessionService,
     SessionStore,
+    export_lines,
+    import_lines,
     validate_event,
 )
 from todo_sessions.cli import main
 from todo_sessions.core.meta import OPEN_STATUSES, fold_meta
-from todo_sessions.jsonl import export_lines, import_lines
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, migrate
 

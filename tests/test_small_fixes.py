@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from factories import header, turn
 
 from todo_sessions import SyncSessionStore
+from todo_sessions._jsonout import dumps, escape_controls
 from todo_sessions.cli import main
-from todo_sessions.jsonout import dumps, escape_controls
 
 CSI = "\x9b"
 HOSTILE = f"title {CSI}31m red \x7f del \x85 nel"
@@ -178,9 +178,9 @@ def test_a_mode_ro_url_never_creates_a_file(tmp_path: Path) -> None:
 
 
 async def test_the_library_import_refuses_a_line_over_its_limit(tmp_path: Path) -> None:
-    from todo_sessions import InvalidEventError, SessionStore
+    from todo_sessions import InvalidEventError, SessionStore, export_lines, import_lines
+    from todo_sessions._jsonl import MAX_LINE_BYTES
     from todo_sessions.cli.exporting import MAX_LINE_BYTES as CLI_LIMIT
-    from todo_sessions.jsonl import MAX_LINE_BYTES, export_lines, import_lines
 
     assert MAX_LINE_BYTES == CLI_LIMIT == 64 * 1024 * 1024
     async with SessionStore(tmp_path / "l.db") as store:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from logs import LogBuilder
 
+from todo_sessions import Session
 from todo_sessions.core.header import SessionHeader
 from todo_sessions.core.messages import Message, UserMessage
 from todo_sessions.core.surface import MessageSnapshot, SurfaceState, derive_messages
 from todo_sessions.core.todos import TodoItem
-from todo_sessions.session import Session
 
 
 def _user(text: str, id: str) -> UserMessage:

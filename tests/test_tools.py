@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import SessionHeader
+from todo_sessions import Session, SessionHeader
 from todo_sessions.harness.tools import (
     TodoWriteTool,
     Tool,
@@ -20,7 +20,6 @@ from todo_sessions.harness.tools import (
     ToolRegistry,
     ToolResult,
 )
-from todo_sessions.session import Session
 
 
 def make_session() -> Session:

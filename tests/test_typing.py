@@ -56,7 +56,7 @@ REVEALED = [
     (10, "list[todo_sessions.store.results.SessionSummary]"),
     (11, "str"),
     (13, "int"),
-    (18, "todo_sessions.session.Session"),
+    (18, "todo_sessions._session.Session"),
     (19, "None"),
     (20, "list[str]"),
 ]

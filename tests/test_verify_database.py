@@ -17,9 +17,8 @@ import pytest
 from click.testing import CliRunner, Result
 from factories import chunks, header, tamper, turn
 
-from todo_sessions import SessionEvent, SessionStore, TodoSessionsError
+from todo_sessions import SessionEvent, SessionStore, TodoSessionsError, verify_all
 from todo_sessions.cli import main
-from todo_sessions.integrity import verify_all
 
 
 async def verify(url: str, *args: str) -> Result:

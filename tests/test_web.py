@@ -24,9 +24,8 @@ from factories import T0, chunks, header, todo_write, turn, user_message
 from markupsafe import escape
 from starlette.testclient import TestClient
 
-from todo_sessions import SessionEvent, SessionStore, SyncSessionStore
+from todo_sessions import SessionEvent, SessionStore, SyncSessionStore, export_lines
 from todo_sessions.harness.demo import run_demo
-from todo_sessions.jsonl import export_lines
 from todo_sessions.web import create_app
 from todo_sessions.web.bounds import TIMELINE_PAGE
 from todo_sessions.web.messages import messages_json

@@ -17,7 +17,8 @@ live in subpackages with surfaces of their own:
 - `todo_sessions.alembic`: the hooks for a host application's own alembic environment;
 - `todo_sessions.errors`: every exception of the package.
 
-Other modules (``core``, ``store``, ``session`` ...) are implementation: import from here.
+Other modules (``core``, ``store``, and the ``_``-named ones) are implementation: import from
+here.
 """
 
 from importlib import import_module
@@ -92,12 +93,24 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "render_todos",
         "standing_plan",
     ),
-    ".recovery": (
+    "._integrity": (
+        "VerifyReport",
+        "verify_all",
+        "verify_session",
+    ),
+    "._jsonl": (
+        "ImportResult",
+        "export_lines",
+        "import_lines",
+        "parse_lines",
+        "reference_lines",
+    ),
+    "._recovery": (
         "RecoveryResult",
         "recover",
     ),
-    ".service": ("SessionService",),
-    ".session": ("Session",),
+    "._service": ("SessionService",),
+    "._session": ("Session",),
     ".store.leases": (
         "Lease",
         "LeaseHolder",
@@ -125,6 +138,18 @@ _LAZY: dict[str, str] = {name: module for module, names in _EXPORTS.items() for 
 __all__ = sorted([*_LAZY, "__version__"])
 
 if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.py holds them equal)
+    from ._integrity import VerifyReport as VerifyReport
+    from ._integrity import verify_all as verify_all
+    from ._integrity import verify_session as verify_session
+    from ._jsonl import ImportResult as ImportResult
+    from ._jsonl import export_lines as export_lines
+    from ._jsonl import import_lines as import_lines
+    from ._jsonl import parse_lines as parse_lines
+    from ._jsonl import reference_lines as reference_lines
+    from ._recovery import RecoveryResult as RecoveryResult
+    from ._recovery import recover as recover
+    from ._service import SessionService as SessionService
+    from ._session import Session as Session
     from .core.catalog import EVENT_TYPES as EVENT_TYPES
     from .core.catalog import FORMAT_VERSION as FORMAT_VERSION
     from .core.catalog import EventType as EventType
@@ -175,10 +200,6 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import StoreUnavailableError as StoreUnavailableError
     from .errors import StructureError as StructureError
     from .errors import TodoSessionsError as TodoSessionsError
-    from .recovery import RecoveryResult as RecoveryResult
-    from .recovery import recover as recover
-    from .service import SessionService as SessionService
-    from .session import Session as Session
     from .store.leases import Lease as Lease
     from .store.leases import LeaseHolder as LeaseHolder
     from .store.migrate import migrate as migrate

@@ -63,7 +63,7 @@ class Spec:
 
 def specs() -> tuple[Spec, ...]:
     """The generated modules of the package."""
-    from .service import SessionService
+    from ._service import SessionService
     from .store.store import SessionStore
 
     return (

@@ -1,11 +1,11 @@
-"""One live session of a `SessionService` (`todo_sessions.service`): its queued events, their
+"""One live session of a `SessionService` (`todo_sessions._service`): its queued events, their
 write to the store, and the recovery file of what could not be stored.
 
 The session's events below ``flushed`` are stored; the rest are queued. `LiveEntry.write`
 appends queued events (shielded: a cancelled flush never loses track of a write, whose outcome
 `start` records whoever still awaits it; any thread's loop may wait for it), and
 `LiveEntry.save_unstored` writes what is still queued to a recovery file
-(`todo_sessions.recovery`) when the service gives the session up.
+(`todo_sessions._recovery`) when the service gives the session up.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import logging
 from concurrent.futures import Future
 from pathlib import Path
 
+from ._recovery import default_recovery_dir, write_recovery_file
+from ._session import Session
 from .core.envelope import SessionEvent
 from .errors import LeaseLostError, SeqConflictError
-from .recovery import default_recovery_dir, write_recovery_file
-from .session import Session
 from .store.leases import Lease
 from .store.loops import AnyLoopLock
 from .store.store import SessionStore

@@ -10,11 +10,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ._service import SessionService
+from ._session import Session
 from ._sync_thread import _LIVE, _LoopThread, _now
 from .core.compaction import CompactionResult, PruneResult
 from .core.envelope import SessionEvent
-from .service import SessionService
-from .session import Session
 
 
 class _SyncSessionServiceMethods:

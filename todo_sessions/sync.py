@@ -48,10 +48,10 @@ from typing import Any, Self
 
 from sqlalchemy.engine import URL
 
+from ._service import SessionService
 from ._sync_service import _SyncSessionServiceMethods
 from ._sync_store import _SyncSessionStoreMethods
 from ._sync_thread import _LoopThread
-from .service import SessionService
 from .store.namespace import Namespace
 from .store.store import SessionStore
 

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.acp import agent as agent_module
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.builtin import builtin_tools
 from todo_sessions.acp.mapping import replay_updates, update_to_wire
 from todo_sessions.harness import ScriptedModel, ScriptedResponse
-from todo_sessions.service import SessionService
 
 
 async def stored(service: SessionService, session_id: str) -> list[Any]:

@@ -53,11 +53,10 @@ from acp.utils import request_model, serialize_params
 from logs import LogBuilder
 from pydantic import BaseModel
 
-from todo_sessions import SessionHeader, SessionNotFoundError, SessionStore
+from todo_sessions import SessionHeader, SessionNotFoundError, SessionService, SessionStore
 from todo_sessions.acp.agent import LIST_PAGE_SIZE
 from todo_sessions.acp.listing import encode_cursor
 from todo_sessions.acp.usage import tokens_used
-from todo_sessions.service import SessionService
 
 pytestmark = pytest.mark.slow
 

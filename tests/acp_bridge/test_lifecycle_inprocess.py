@@ -11,13 +11,12 @@ import pytest
 from acp import RequestError
 from acp.schema import ClientCapabilities, PlanCapabilities
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.listing import CursorError, decode_cursor, encode_cursor, first_line
 from todo_sessions.acp.mapping import update_to_wire
 from todo_sessions.acp.usage import tokens_used
 from todo_sessions.harness import ScriptedModel, ScriptedResponse
-from todo_sessions.service import SessionService
 
 
 class FakeConn:

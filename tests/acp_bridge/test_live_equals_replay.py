@@ -16,12 +16,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.mapping import update_to_wire
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.harness import ScriptedModel, ScriptedResponse
-from todo_sessions.service import SessionService
 
 RUNS = 50
 

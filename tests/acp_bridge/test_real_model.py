@@ -14,14 +14,13 @@ import pytest
 from test_model_adapters import FakeServer, Reply
 from test_providers_stream import CHAT_TEXT, _chunk
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionService, SessionStore
 from todo_sessions.acp.agent import TodoSessionsAgent
 from todo_sessions.acp.builtin import SYSTEM_PROMPT
 from todo_sessions.acp.mapping import update_to_wire
 from todo_sessions.harness import ScriptedModel, ScriptedResponse, ToolRegistry
 from todo_sessions.harness.requests import derive_request, derive_stored_request
 from todo_sessions.harness.tools.base import ToolContext, ToolResult
-from todo_sessions.service import SessionService
 
 
 class Recorder:

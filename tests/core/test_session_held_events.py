@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from todo_sessions import Session
 from todo_sessions.core.checkpoint import fold
 from todo_sessions.core.header import SessionHeader
-from todo_sessions.session import Session
 
 HEADER = SessionHeader(id="held", created_at=0)
 

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 from fake_responses import FINAL, PLAN_DONE, PLAN_START, PROMPT, SUBTASK, fake_responses_server
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, verify_session
 from todo_sessions.importers import CodexImporter, export_session, import_paths
-from todo_sessions.integrity import verify_session
 
 INSTALLED = Path(__file__).resolve().parents[1] / "codex_cli" / "node_modules" / ".bin" / "codex"
 CODEX = os.environ.get("TODO_SESSIONS_CODEX_BIN") or str(INSTALLED)

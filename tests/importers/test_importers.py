@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from todo_sessions import SessionStore
+from todo_sessions import SessionStore, verify_session
 from todo_sessions.importers import (
     CodexImporter,
     FileResult,
@@ -19,7 +19,6 @@ from todo_sessions.importers import (
     get_importer,
     import_paths,
 )
-from todo_sessions.integrity import verify_session
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "importers"
 CODEX_ROOT = FIXTURES / "codex" / "sessions"

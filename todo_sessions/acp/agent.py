@@ -46,6 +46,8 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from .._service import SessionService
+from .._session import Session
 from ..core.envelope import SessionEvent
 from ..core.types import REQUEST_CONTEXT, TURN_END, TURN_START
 from ..errors import SessionExistsError, StructureError, TodoSessionsError
@@ -53,8 +55,6 @@ from ..harness.loop import AgentLoop
 from ..harness.model import Model
 from ..harness.tools.base import ToolContext
 from ..harness.tools.registry import ToolRegistry
-from ..service import SessionService
-from ..session import Session
 from ..store.results import SessionSummary
 from . import _sdk
 from .builtin import PlanningModel, builtin_tools

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from .._session import Session
 from ..core.envelope import SessionEvent
 from ..core.types import TURN_END, USER_MESSAGE
 from ..harness.loop import TurnOutcome
-from ..session import Session
 from . import _sdk
 from .mapping import SessionUpdate, UpdateMapper
 from .usage import UsageTally

@@ -107,7 +107,7 @@ def _debugging(ctx: click.Context) -> bool:
 
 
 def _unexpected(exc: Exception) -> None:
-    from ..redact import mask_urls
+    from .._redact import mask_urls
 
     text = mask_urls(" ".join(str(exc).split())) or "(no message)"
     name = type(exc).__name__

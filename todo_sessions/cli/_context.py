@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .._jsonout import dumps as json_dumps
+from .._redact import mask_url, mask_urls
 from ..errors import TodoSessionsError
-from ..jsonout import dumps as json_dumps
-from ..redact import mask_url, mask_urls
 from ..store.engine import parse_url
 from ..store.store import SessionStore, default_url
 from ._options import CHAIN_KEY_ENV, program

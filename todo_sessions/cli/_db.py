@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import ArgumentError
 
-from ..redact import mask_url, mask_urls
+from .._redact import mask_url, mask_urls
 from ..store.engine import StoreURL, parse_url
 from ._options import UsageError
 

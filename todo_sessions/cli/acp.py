@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from .._redact import redact
 from ..errors import TodoSessionsError
-from ..redact import redact
 from ._context import Context, pass_ctx
 from ._options import command
 
@@ -75,7 +75,7 @@ def acp_cmd(
         if ctx.debug:
             raise
         ctx.fail(str(exc))
-    from ..service import SessionService
+    from .._service import SessionService
 
     if model_spec is None and (base_url or api_key_env or system_prompt):
         raise click.UsageError("--base-url, --api-key-env and --system need --model")

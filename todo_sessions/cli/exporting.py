@@ -13,12 +13,12 @@ from typing import IO, Any, cast
 
 import click
 
+from .._filecheck import MAX_BYTES, MAX_EVENTS
+from .._jsonl import ImportResult, export_lines, parse_lines, reference_lines
+from .._jsonout import escape_controls
+from .._recovery import recover
 from ..core.header import SessionHeader
 from ..errors import InvalidEventError, SessionExistsError
-from ..filecheck import MAX_BYTES, MAX_EVENTS
-from ..jsonl import ImportResult, export_lines, parse_lines, reference_lines
-from ..jsonout import escape_controls
-from ..recovery import recover
 from ..store.store import SessionStore
 from ._context import Context, pass_ctx
 from ._options import COUNT, command

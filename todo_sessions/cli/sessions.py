@@ -11,12 +11,12 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from .._jsonout import escape_controls
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.messages import Message, messages_adapter
 from ..core.todos import TodoItem
 from ..core.types import TURN_START
-from ..jsonout import escape_controls
 from ..store.leases import LeaseHolder
 from ..store.results import CheckpointInfo, SessionSummary
 from ..store.store import SessionStore, wall_clock_ms

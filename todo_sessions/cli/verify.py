@@ -11,11 +11,11 @@ from typing import IO, Any
 import click
 from rich.markup import escape
 
+from .._integrity import VerifyReport, verify_all, verify_session
+from .._jsonl import declared_chain, file_chain, file_chain_problem, parse_lines
 from ..core.chain import derive_key
 from ..core.verify import Problem, errors_of
 from ..errors import TodoSessionsError
-from ..integrity import VerifyReport, verify_all, verify_session
-from ..jsonl import declared_chain, file_chain, file_chain_problem, parse_lines
 from ..store.store import SessionStore
 from ._context import Context, echo_json, pass_ctx
 from ._options import CHAIN_KEY_ENV, command, json_option

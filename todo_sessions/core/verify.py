@@ -27,7 +27,7 @@ class Problem:
     seq: int | None
     kind: str
     """``seq``, ``payload``, ``structure``, ``surface``, ``unanswered``; from the store
-    (`todo_sessions.integrity`) also ``corrupt`` (a row that cannot be decoded, a missing seq,
+    (`todo_sessions._integrity`) also ``corrupt`` (a row that cannot be decoded, a missing seq,
     an invalid stored todo list), ``format`` (an unknown, non-ignorable event type),
     ``past-end`` (rows past the stored end), ``interrupted`` (a warning: the last turn is open),
     ``orphan`` (events without a session row), ``lost`` (events the store acknowledged that

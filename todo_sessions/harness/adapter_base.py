@@ -11,9 +11,9 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
+from .._redact import redact
 from ..core.messages import Message
 from ..errors import ModelAuthError, ModelError, ModelRequestError, ProviderResponseError
-from ..redact import redact
 from .model import ModelDelta
 from .retry import RETRYABLE_STATUS, OnRetry, RetryPolicy, retry_after, retry_stream
 

@@ -26,7 +26,7 @@ which key goes to which host, `todo_sessions.harness.api_keys`.
   shown in a repr. A provider's default variable is sent only to that provider's own API
   host (or a ``base_url`` on loopback): another base URL needs ``api_key_env`` naming the
   variable (the CLI's ``--api-key-env``), else `ModelAuthError`.
-- **Provider error text** is redacted (`todo_sessions.redact.redact`: the adapter's key, the
+- **Provider error text** is redacted (`todo_sessions._redact.redact`: the adapter's key, the
   default key variables, anything shaped like a token or key) before it goes into an
   exception, and the SDK's exception is not chained (its text may hold the key): the error
   keeps its type, the HTTP status and the redacted message.

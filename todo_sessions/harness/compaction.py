@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._session import Session
 from ..core.compaction import (
     estimate_tokens,
     failed_compaction,
@@ -23,7 +24,6 @@ from ..core.compaction import (
     span_ending_before_turns,
 )
 from ..core.messages import Message, MessageSource, TextBlock, UserMessage
-from ..session import Session
 from .cancellation import Aborted
 from .model import Model
 

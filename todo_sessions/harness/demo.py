@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..service import SessionService
+from .._service import SessionService
 from ..store.store import SessionStore
 from .loop import AgentLoop, TurnOutcome
 from .model import ScriptedModel, ScriptedResponse

@@ -27,6 +27,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._redact import redact
+from .._session import Session
 from ..core.catalog import validate_event
 from ..core.envelope import SessionEvent
 from ..core.messages import Message
@@ -40,8 +42,6 @@ from ..core.types import (
     TURN_START,
     USER_MESSAGE,
 )
-from ..redact import redact
-from ..session import Session
 from .cancellation import Aborted, until_cancelled
 from .compaction import CompactionPolicy, compact_if_due, input_tokens
 from .model import Finish, Model, ReasoningDelta, TextDelta, ToolCallDelta, content_from_deltas

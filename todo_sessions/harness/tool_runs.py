@@ -15,8 +15,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from .._session import Session
 from ..core.types import STEP_END, TOOL_CALL, TOOL_RESULT
-from ..session import Session
 from .cancellation import Aborted
 from .deltas import ToolCallDelta
 from .tools.base import ToolContext, ToolResult

@@ -20,8 +20,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from .._redact import mask_url
 from ..errors import NamespaceError, StoreError
-from ..redact import mask_url
 
 __all__ = [
     "HostChoice",
@@ -101,7 +101,7 @@ class StoreURL:
 
 
 def mask_password(url: str) -> str:
-    """``url`` with its passwords shown as ``***`` (`todo_sessions.redact.mask_url`)."""
+    """``url`` with its passwords shown as ``***`` (`todo_sessions._redact.mask_url`)."""
     return mask_url(url)
 
 

@@ -1,5 +1,5 @@
 """A stored session as the lines of its JSONL file (docs/format.md, "JSONL"): what
-`todo-sessions export` writes, `prune` archives and `todo_sessions.jsonl` reads back."""
+`todo-sessions export` writes, `prune` archives and `todo_sessions._jsonl` reads back."""
 
 from __future__ import annotations
 

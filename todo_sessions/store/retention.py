@@ -67,7 +67,7 @@ class Retention(Finding, Leasing):
     async def _export_lines(self, session_id: str) -> AsyncIterator[str]:
         # The default export, as `todo-sessions export` writes it (its lines, control
         # characters escaped, one per line).
-        from ..jsonout import escape_controls
+        from .._jsonout import escape_controls
         from .exporting import export_lines
 
         async for line in export_lines(self, session_id):  # type: ignore[arg-type]

@@ -42,8 +42,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .._redact import mask_url
 from ..errors import TodoSessionsError
-from ..redact import mask_url
 from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT
 from .endpoints import fork, listing, live, search, session

@@ -20,8 +20,8 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from .._redact import mask_url
 from ..errors import InvalidEventError, SessionNotFoundError
-from ..redact import mask_url
 from ..store.results import SessionSummary
 from ..store.store import SessionStore
 from .bounds import MESSAGE_LIMIT

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.responses import JSONResponse as StarletteJSONResponse
 
-from ..jsonout import dumps
+from .._jsonout import dumps
 from .context import allow_writes, fork_token, shown_database, wants_json
 from .render import render
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaError
 
-from ...session import Session
+from ..._session import Session
 
 __all__ = [
     "Tool",

@@ -11,9 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from ..._jsonl import export_lines
+from ..._jsonout import dumps, escape_controls
 from ...core.types import TURN_START
-from ...jsonl import export_lines
-from ...jsonout import dumps, escape_controls
 from .. import bounds
 from ..bounds import clamp, closing, page_start
 from ..context import message_limit, path_session_id, query_int, store_of, summary_or_404

@@ -2,7 +2,7 @@
 line carries against the events it holds (docs/format.md, "The hash chain"), and the limits
 that keep a hostile file (a gzip bomb, a packed reference row standing for millions of
 events, a truncated stream) from taking unbounded memory or failing obscurely. Used by
-`todo_sessions.jsonl` (which re-exports these names), ``import`` and ``verify --against``."""
+`todo_sessions._jsonl` (which re-exports these names), ``import`` and ``verify --against``."""
 
 from __future__ import annotations
 

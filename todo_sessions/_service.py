@@ -17,7 +17,7 @@ raises `SessionLeasedError` unless ``steal=True``, and every flush is fenced by 
 service whose lease was taken over gets `LeaseLostError` and writes nothing more.
 
 Closing never drops events: `aclose` retries transient failures until ``close_timeout``; what
-still cannot be stored is written to a recovery file (`todo_sessions.recovery`) and reported
+still cannot be stored is written to a recovery file (`todo_sessions._recovery`) and reported
 as `EventsNotStoredError` with the file's path.
 """
 
@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from ._live import LiveEntry, stop_timer, timer_ended
+from ._session import Session, wall_clock_ms
 from .core.compaction import DEFAULT_PLACEHOLDER, CompactionResult, PruneResult
 from .core.header import SessionHeader
 from .errors import (
@@ -46,7 +47,6 @@ from .errors import (
     StoreError,
     TodoSessionsError,
 )
-from .session import Session, wall_clock_ms
 from .store.leases import Lease
 from .store.store import SessionStore
 

@@ -18,15 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .core.catalog import FORMAT_VERSION, validate_event
-from .core.envelope import SessionEvent
-from .core.header import KIND, SessionHeader, header_line, shown
-from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
-from .core.request_header import is_legacy_request_header, upcast_request_header
-from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
-from .core.verify import LogChecker, Problem, errors_of
-from .errors import ImportLimitError, InvalidEventError
-from .filecheck import (
+from ._filecheck import (
     MAX_BYTES,
     MAX_EVENTS,
     MAX_LINE_BYTES,
@@ -36,7 +28,15 @@ from .filecheck import (
     file_chain_problem,
     numbered_lines,
 )
-from .filecheck import line_error as _fail
+from ._filecheck import line_error as _fail
+from .core.catalog import FORMAT_VERSION, validate_event
+from .core.envelope import SessionEvent
+from .core.header import KIND, SessionHeader, header_line, shown
+from .core.jsonvalue import LosslessJSONError, canonical_json, decode_json
+from .core.request_header import is_legacy_request_header, upcast_request_header
+from .core.types import ASSISTANT_CHUNK, REQUEST_HEADER
+from .core.verify import LogChecker, Problem, errors_of
+from .errors import ImportLimitError, InvalidEventError
 from .store.exporting import chain_key_of, export_lines
 from .store.store import SessionStore
 

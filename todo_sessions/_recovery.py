@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._jsonl import event_lines, header_line, numbered_lines, parse_header_line
 from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .errors import InvalidEventError, SeqConflictError, SessionNotFoundError
-from .jsonl import event_lines, header_line, numbered_lines, parse_header_line
 from .store.store import SessionStore
 
 __all__ = ["RecoveryResult", "default_recovery_dir", "recover", "write_recovery_file"]
