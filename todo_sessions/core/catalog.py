@@ -340,34 +340,3 @@ def validate_event(event: SessionEvent) -> None:
 
 # The rest of the reference's vocabulary registers itself on import (into the registry).
 from . import vocabulary as _vocabulary  # noqa: E402, F401
-
-# -- SDK session backends (todo_sessions.integrations; docs/format.md, "SDK sessions") -----------
-
-
-class ClaudeEntryData(WireModel):
-    """``claude/entry``: one Claude Code transcript line, kept whole (``type`` is required)."""
-
-    type: str
-
-
-class AgentsItemData(WireModel):
-    """``agents/item``: one OpenAI Agents SDK input item, kept whole."""
-
-
-class AgentsRetractData(WireModel):
-    """``agents/retract``: ``pop_item`` / ``clear_session``: the ``agents/item`` events (by
-    seq) that no projection shows any more. A surface type: it replaces the retracted items'
-    surface events, so `derive_messages` stops showing them; the log keeps them."""
-
-    items: list[int]
-    """Seqs of ``agents/item`` events (a seq that names none retracts nothing)."""
-    reason: Literal["pop", "clear"]
-
-
-_SDK_TYPES: tuple[tuple[str, type[WireModel], bool], ...] = (
-    ("claude/entry", ClaudeEntryData, False),
-    ("agents/item", AgentsItemData, False),
-    ("agents/retract", AgentsRetractData, True),
-)
-for _sdk_name, _sdk_model, _sdk_surface in _SDK_TYPES:
-    register_event_type(_sdk_name, _sdk_model, surface=_sdk_surface)
