@@ -2,9 +2,12 @@
 
 See docs/format.md, "The catalog".
 
-Embedders add their own types with `register_event_type`. `validate_event` checks an event
-against the registry, the surface rules that need no other event (docs/format.md, "Surface
-rules"), and the durable rules of ``todo/write`` (docs/format.md, "Todos"). Each model is also
+These are the log format's own types: the core knows nothing of the code built on it, so the
+adapters' types (``claude/entry``, ``agents/*``, ``codex/entry``, ...) register from the
+adapters' side, and embedders add their own, with `register_event_type` (docs/format.md,
+"Vocabularies"). `validate_event` checks an event against the registry, the surface rules that
+need no other event (docs/format.md, "Surface rules"), and the durable rules of ``todo/write``
+(docs/format.md, "Todos"). Each model is also
 compiled into a fast check (`fastcheck`) when it is registered; the model itself validates
 only payloads the fast check cannot vouch for, so it stays the source of every error.
 """
