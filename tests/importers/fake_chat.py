@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,8 @@ SUBTASK = "Delegated: print the word delegated."
 FINAL = "All done: the list is complete."
 SUB_FINAL = "The sub-agent printed the word."
 TITLE = "Fake planned session"
+FOLLOW_UP = "One more thing: say it again."
+FOLLOW_ANSWER = "Said again: the list is complete."
 REASONING = "Planning the work first."
 TODOS_START = [
     {"content": "Run a command", "status": "in_progress", "priority": "high"},
@@ -53,6 +56,9 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     if not body.get("tools"):
         return {"text": TITLE}
     answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    users = [_texts(m) for m in messages if m.get("role") == "user"]
+    if users and FOLLOW_UP in users[-1]:
+        return {"text": FOLLOW_ANSWER}
     if any(SUBTASK in _texts(m) for m in messages if m.get("role") == "user"):
         if "sub_1" not in answered:
             args = {"command": "echo delegated", "description": "Print delegated"}
@@ -109,6 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         data = _chunks(answer(body))
+        time.sleep(self.server.delay)  # a slower model: imports meet a session in progress
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(data)))
@@ -119,13 +126,16 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[dict[str, Any]]
+    delay: float
 
 
 @contextmanager
-def fake_chat_server() -> Iterator[_Server]:
-    """The server on a free loopback port, serving in a thread until the block ends."""
+def fake_chat_server(delay: float = 0.0) -> Iterator[_Server]:
+    """The server on a free loopback port, serving in a thread until the block ends; each
+    answer ``delay`` seconds late."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.requests = []
+    server.delay = delay
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

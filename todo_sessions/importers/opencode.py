@@ -75,14 +75,18 @@ def _sources_of(path: Path) -> list[SourceFile]:
     try:
         with path.open("rb") as handle:
             magic = handle.read(len(SQLITE_MAGIC))
-        if magic == SQLITE_MAGIC:
+        if magic == SQLITE_MAGIC or path.suffix == ".db":
             found = [(sid, parent, "db") for sid, parent in read_db_sessions(path)]
         else:
             info = read_export(path).info
             parent = info.get("parentID") if isinstance(info.get("parentID"), str) else None
             found = [(info["id"], parent, "export")]
     except (OSError, sqlite3.Error, UnicodeDecodeError, ValueError) as exc:
-        reason = "not an opencode database or export" if isinstance(exc, ValueError) else exc
+        reason: Any = exc
+        if isinstance(exc, ValueError):
+            reason = "not an opencode database or export"
+        elif "no such table" in str(exc):
+            reason = f"not an opencode database, or one opencode is still creating ({exc})"
         return [_error_source(path, f"{path}: {reason}")]
     return [
         SourceFile(
@@ -140,9 +144,12 @@ def _complete(message: Mapping[str, Any]) -> bool:
     return "summary" in info
 
 
-def _pending(snapshot: Snapshot, state: OpencodeState, result: FileResult) -> list[dict[str, Any]]:
+def _pending(
+    snapshot: Snapshot, state: OpencodeState, result: FileResult
+) -> tuple[list[dict[str, Any]], bool]:
     """The messages to append: those not kept yet, complete, in order up to the first one
-    that is not (reported); kept messages that changed since are reported."""
+    that is not (reported); kept messages that changed since are reported. And whether a
+    message was left for later (opencode is still at work on the session)."""
     messages = snapshot.messages
     done = [_complete(m) for m in messages]
     later_done = [any(done[i + 1 :]) for i in range(len(messages))]
@@ -161,9 +168,9 @@ def _pending(snapshot: Snapshot, state: OpencodeState, result: FileResult) -> li
                 f"{result.path}: message {mid} is not complete yet (opencode is still "
                 "writing it, or was stopped); left for the next import"
             )
-            break
+            return out, True
         out.append(message)
-    return out
+    return out, False
 
 
 def _unknown(messages: Iterable[Mapping[str, Any]], result: FileResult) -> None:
@@ -184,9 +191,12 @@ class _Build:
         self.text_only = text_only
         self.message_of: dict[int, str] = {}
 
-    def info(self) -> None:
-        info = self.snapshot.info
-        kept = self.state.info
+    def info(self, busy: bool) -> None:
+        """The session's info when it changed; while opencode is at work on a message (its
+        times and tokens changing by the second) only with messages or a new title."""
+        info, kept = self.snapshot.info, self.state.info
+        if kept is not None and busy and info.get("title") == kept.get("title"):
+            return
         if kept is None or compact_json(kept) != compact_json(info):
             data: dict[str, Any] = {"info": info}
             if self.snapshot.row is not None:
@@ -271,7 +281,7 @@ async def _import_once(store: SessionStore, source: SourceFile, result: FileResu
         result.status = "conflict"
         result.message = f"session {source.session_id} exists and was not imported from opencode"
         return
-    fresh = _pending(snapshot, state or OpencodeState(), result)
+    fresh, busy = _pending(snapshot, state or OpencodeState(), result)
     _unknown(fresh, result)
     kept = len(state.messages) if state is not None else 0
     new_position = {
@@ -280,7 +290,7 @@ async def _import_once(store: SessionStore, source: SourceFile, result: FileResu
         "session": source.key.get("session"),
         "messages": kept + len(fresh),
     }
-    await _append(store, source, state, snapshot, fresh, new_position, result)
+    await _append(store, source, state, snapshot, (fresh, busy and not fresh), new_position, result)
 
 
 async def _append(
@@ -288,14 +298,15 @@ async def _append(
     source: SourceFile,
     state: OpencodeState | None,
     snapshot: Snapshot,
-    fresh: list[dict[str, Any]],
+    new: tuple[list[dict[str, Any]], bool],
     position: dict[str, Any],
     result: FileResult,
 ) -> None:
+    fresh, busy = new
     text_only: set[str] = set()
     for _ in range(len(fresh) + 1):
         build = _Build(state, snapshot, text_only)
-        build.info()
+        build.info(busy)
         for entry in fresh:
             build.message(entry)
         build.meta(source, position)
