@@ -37,9 +37,16 @@ from todo_sessions.importers import OpencodeImporter, export_session, import_pat
 INSTALLED = Path(__file__).resolve().parents[1] / "opencode_cli" / "node_modules" / ".bin"
 OPENCODE = os.environ.get("TODO_SESSIONS_OPENCODE_BIN") or str(INSTALLED / "opencode")
 
+
+def installed() -> bool:
+    """The CLI is there and is not the stub its package has until its postinstall ran."""
+    binary = Path(OPENCODE).resolve()
+    return binary.is_file() and binary.stat().st_size > 1_000_000
+
+
 pytestmark = [
     pytest.mark.skipif(
-        not (Path(OPENCODE).exists() and shutil.which("node") and shutil.which("npm")),
+        not (installed() and shutil.which("node") and shutil.which("npm")),
         reason="needs node, npm and the opencode CLI: npm install --prefix tests/opencode_cli "
         "(.ci/run does)",
     ),

@@ -317,7 +317,10 @@ async def _append(
         ):
             return  # unchanged: what changed is the metadata of the same snapshot at most
         if state is None:
-            await store.create(_header(source, snapshot.info))
+            try:
+                await store.create(_header(source, snapshot.info))
+            except SessionExistsError:
+                pass  # created by an import that stopped before its append: nothing in it
             state = OpencodeState()
         try:
             await store.append(source.session_id, build.batch.events)
