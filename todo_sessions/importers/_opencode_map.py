@@ -198,8 +198,8 @@ class _Mapper:
         self.batch.close_step()
         self.batch.ensure_turn()
         content = [{"type": "text", "text": "\n\n".join(texts)}]
-        summary = {"id": self.id, "role": "user", "content": content}
-        summary["source"] = {"kind": "compaction"}
+        source = {"kind": "compaction"}
+        summary = {"id": self.id, "role": "user", "content": content, "source": source}
         span = list(self.state.surface)
         if span:
             self.batch.add(USER_MESSAGE, summary, replace=(span[0], span[-1], span))

@@ -23,6 +23,7 @@ docs/format.md, "opencode sessions".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -54,8 +55,10 @@ __all__ = ["MESSAGE_TYPE", "SESSION_TYPE", "OpencodeImporter", "session_id_for"]
 METADATA_KEY = "opencode"
 AGENT_TAG = "agent:opencode"
 MAX_TRIES = 10
-_META_FIELDS = ("id", "slug", "projectID", "directory", "parentID", "version", "agent")
-_META_FIELDS += ("model", "tokens", "cost")
+_META_FIELDS = (
+    *("id", "slug", "projectID", "directory", "parentID"),
+    *("version", "agent", "model", "tokens", "cost"),
+)
 
 
 def session_id_for(opencode_id: str) -> str:
@@ -317,10 +320,9 @@ async def _append(
         ):
             return  # unchanged: what changed is the metadata of the same snapshot at most
         if state is None:
-            try:
+            # a session created by an import that stopped before its append holds nothing
+            with contextlib.suppress(SessionExistsError):
                 await store.create(_header(source, snapshot.info))
-            except SessionExistsError:
-                pass  # created by an import that stopped before its append: nothing in it
             state = OpencodeState()
         try:
             await store.append(source.session_id, build.batch.events)
