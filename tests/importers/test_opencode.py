@@ -19,6 +19,7 @@ import pytest
 
 from todo_sessions import SessionStore, verify_session
 from todo_sessions.core.header import SessionHeader
+from todo_sessions.harness.requests import derive_request
 from todo_sessions.importers import (
     AGENTS,
     FileResult,
@@ -143,6 +144,14 @@ async def test_database_mapping_todos_calls_child_compaction(
         "Inspect parser.py and report."
     ]
     assert await verify_session(store, CHILD) == []
+    # search finds both; the last turn (its answer still being written) is reported open
+    hits = await store.search("parser")
+    assert {h.session_id for h in hits} >= {MAIN, CHILD}
+    assert [p.kind for p in await verify_session(store, MAIN)] == ["interrupted"]
+    # the surface as a request in each provider format: the summary, then the open turn
+    request = derive_request(await store.read_from(MAIN))
+    for fmt in ("openai-chat", "openai-responses", "anthropic"):
+        assert request.to_params(fmt, model="m")
     assert db.exists()
 
 

@@ -33,6 +33,7 @@ from fake_chat import (
 from test_opencode import EXPORT_FILE, EXPORTED, fixture_db
 
 from todo_sessions import SessionStore, verify_session
+from todo_sessions.harness.requests import derive_request
 from todo_sessions.importers import OpencodeImporter, export_session, import_paths
 
 INSTALLED = Path(__file__).resolve().parents[1] / "opencode_cli" / "node_modules" / ".bin"
@@ -236,6 +237,12 @@ async def check_main(
     reasoning = [b.text for m in messages for b in m.content if b.type == "reasoning"]
     assert reasoning == [REASONING]
     assert texts(messages[-1]) == [FINAL]
+    # the session as a request in a provider's format: opencode's calls, answered
+    chat = derive_request(await store.read_from(main)).to_params("openai-chat", model="m")
+    called = [c["function"]["name"] for m in chat["messages"] for c in m.get("tool_calls", [])]
+    assert called == [name for name, _ in tools]
+    answered = [m["tool_call_id"] for m in chat["messages"] if m["role"] == "tool"]
+    assert answered == ["main_1", "main_2", "main_3", "main_4"]
     summary = await store.summary(main)
     assert summary.title and "agent:opencode" in summary.tags
     assert await verify_session(store, main) == []
