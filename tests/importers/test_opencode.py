@@ -176,20 +176,25 @@ async def test_reimport_appends_only_what_is_new_and_reads_read_only(tmp_path: P
     async with SessionStore(f"sqlite:///{tmp_path}/store.db") as store:
         await imported(store, db)
         before = len(await store.read_from(MAIN))
-        # opencode keeps writing: another connection holds an uncommitted write
+        # opencode keeps writing (each row's time_updated set as it writes): another
+        # connection holds an uncommitted write
         writer = sqlite3.connect(db, isolation_level=None)
         writer.execute("BEGIN IMMEDIATE")
         writer.execute(
             "UPDATE message SET data = json_set(data, '$.time.completed', 1760000061900, "
-            "'$.finish', 'stop') WHERE id = ?",
+            "'$.finish', 'stop'), time_updated = 1760000061900 WHERE id = ?",
             (PENDING,),
         )
         shas = {p.name: file_sha(p) for p in db.parent.iterdir()}
         again = await imported(store, db)
         assert {r.status for r in again.values()} == {"unchanged"}
+        assert [r.warnings for r in again.values()] == [[], []]  # untouched: not read again
         assert {p.name: file_sha(p) for p in db.parent.iterdir()} == shas  # nothing written
         # the write lands: the answer is complete, the session renamed
-        writer.execute("UPDATE session SET title = 'Parser fixed' WHERE id = ?", (MAIN[9:],))
+        writer.execute(
+            "UPDATE session SET title = 'Parser fixed', time_updated = 1760000062000 WHERE id = ?",
+            (MAIN[9:],),
+        )
         writer.execute("COMMIT")
         writer.close()
         grown = await imported(store, db)
@@ -205,7 +210,8 @@ async def test_reimport_appends_only_what_is_new_and_reads_read_only(tmp_path: P
         # a message changed after it was imported is reported, not merged
         with sqlite3.connect(db) as db_:
             db_.execute(
-                "UPDATE part SET data = json_set(data, '$.text', 'edited') WHERE id = ?",
+                "UPDATE part SET data = json_set(data, '$.text', 'edited'), "
+                "time_updated = 1760000070000 WHERE id = ?",
                 ("prt_fix0006asst000000000006001",),
             )
         last = await imported(store, db)

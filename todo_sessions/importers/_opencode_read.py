@@ -76,11 +76,24 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection]:
             db.execute("ROLLBACK")
 
 
-def read_db_sessions(path: Path) -> list[tuple[str, str | None]]:
-    """``(id, parent_id)`` of every session in the database, oldest first."""
+_FINGERPRINTS = """
+SELECT s.id, s.parent_id,
+       s.time_updated || '/' ||
+       (SELECT count(*) || ':' || ifnull(max(time_updated), '') FROM message
+        WHERE session_id = s.id) || '/' ||
+       (SELECT count(*) || ':' || ifnull(max(time_updated), '') FROM part
+        WHERE session_id = s.id) AS fingerprint
+FROM session s ORDER BY s.time_created, s.id
+"""
+
+
+def read_db_sessions(path: Path) -> list[tuple[str, str | None, str]]:
+    """``(id, parent_id, fingerprint)`` of every session in the database, oldest first. The
+    fingerprint (the row's and its messages' and parts' counts and latest ``time_updated``)
+    changes when opencode writes to the session."""
     with _reading(path) as db:
-        rows = db.execute("SELECT id, parent_id FROM session ORDER BY time_created, id")
-        return [(row["id"], row["parent_id"]) for row in rows]
+        rows = db.execute(_FINGERPRINTS)
+        return [(row["id"], row["parent_id"], row["fingerprint"]) for row in rows]
 
 
 def _json_column(value: Any) -> Any:

@@ -79,11 +79,14 @@ def _sources_of(path: Path) -> list[SourceFile]:
         with path.open("rb") as handle:
             magic = handle.read(len(SQLITE_MAGIC))
         if magic == SQLITE_MAGIC or path.suffix == ".db":
-            found = [(sid, parent, "db") for sid, parent in read_db_sessions(path)]
+            found = [
+                (sid, parent, {"kind": "db", "fingerprint": fp})
+                for sid, parent, fp in read_db_sessions(path)
+            ]
         else:
             info = read_export(path).info
             parent = info.get("parentID") if isinstance(info.get("parentID"), str) else None
-            found = [(info["id"], parent, "export")]
+            found = [(info["id"], parent, {"kind": "export"})]
     except (OSError, sqlite3.Error, UnicodeDecodeError, ValueError) as exc:
         reason: Any = exc
         if isinstance(exc, ValueError):
@@ -96,9 +99,9 @@ def _sources_of(path: Path) -> list[SourceFile]:
             path,
             session_id_for(sid),
             parent and session_id_for(parent),
-            {"kind": kind, "session": sid},
+            {**key, "session": sid},
         )
-        for sid, parent, kind in found
+        for sid, parent, key in found
     ]
 
 
@@ -270,7 +273,26 @@ async def _fold(store: SessionStore, session_id: str) -> OpencodeState | None:
     return state
 
 
+async def _untouched(store: SessionStore, source: SourceFile) -> bool:
+    """Whether opencode wrote nothing to the session since its last import (the database's
+    fingerprint of it is the one kept in the import position): then nothing is read."""
+    fingerprint = source.key.get("fingerprint")
+    if fingerprint is None:
+        return False
+    try:
+        position = (await store.summary(source.session_id)).metadata.get(IMPORT_KEY)
+    except SessionNotFoundError:
+        return False
+    return (
+        isinstance(position, dict)
+        and position.get("agent") == "opencode"
+        and position.get("fingerprint") == fingerprint
+    )
+
+
 async def _import_once(store: SessionStore, source: SourceFile, result: FileResult) -> None:
+    if await _untouched(store, source):
+        return
     snapshot = await asyncio.to_thread(_read, source)
     if snapshot is None:
         result.status = "error"
@@ -293,6 +315,8 @@ async def _import_once(store: SessionStore, source: SourceFile, result: FileResu
         "session": source.key.get("session"),
         "messages": kept + len(fresh),
     }
+    if source.key.get("fingerprint") is not None:  # as found before this read, or older
+        new_position["fingerprint"] = source.key["fingerprint"]
     await _append(store, source, state, snapshot, (fresh, busy and not fresh), new_position, result)
 
 
