@@ -6,16 +6,19 @@ Built on the store's own reads (`list` by parent, `header`, `latest_event`, `cur
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
+from ..core.envelope import SessionEvent
+from ..core.header import SessionHeader
 from ..core.todos import TodoItem
 from ..core.types import TURN_END, TURN_START
+from .leases import LeaseHolder
+from .results import SessionSummary
 
-if TYPE_CHECKING:
-    from .store import SessionStore
-
-__all__ = ["ChildSession", "ChildStatus", "list_children"]
+__all__ = ["ChildReads", "ChildSession", "ChildStatus", "list_children"]
 
 ChildStatus = Literal["running", "completed", "failed", "aborted", "interrupted"]
 
@@ -56,6 +59,22 @@ class ChildSession:
         }
 
 
+class ChildReads(Protocol):
+    """What `list_children` reads of a store (`SessionStore` has it)."""
+
+    async def list(
+        self, *, limit: int = ..., before: SessionSummary | None = ..., parent: str | None = ...
+    ) -> builtins.list[SessionSummary]: ...
+
+    async def header(self, session_id: str) -> SessionHeader: ...
+
+    async def latest_event(self, session_id: str, *types: str) -> SessionEvent | None: ...
+
+    async def current_todos(self, session_id: str) -> builtins.list[TodoItem] | None: ...
+
+    async def lease_holders(self, session_ids: Iterable[str]) -> dict[str, LeaseHolder]: ...
+
+
 _ENDS: dict[Any, ChildStatus] = {
     "completed": "completed",
     "aborted": "aborted",
@@ -64,16 +83,18 @@ _ENDS: dict[Any, ChildStatus] = {
 """The ``turn/end`` kinds that are a status of their own (any other end: ``failed``)."""
 
 
-async def list_children(store: SessionStore, session_id: str) -> list[ChildSession]:
+async def list_children(
+    store: ChildReads, session_id: str, now: int
+) -> builtins.list[ChildSession]:
     """The sessions whose header names ``session_id`` as ``parent_session`` and that are not
-    forks of it (no ``seed_length``), oldest first."""
+    forks of it (no ``seed_length``), oldest first; ``now`` (epoch ms) tells which leases
+    are live."""
     summaries = []
     page = await store.list(parent=session_id, limit=_PAGE)
     while page:
         summaries.extend(page)
         page = await store.list(parent=session_id, limit=_PAGE, before=page[-1])
     holders = await store.lease_holders(s.id for s in summaries)
-    now = store._clock()
     found: list[ChildSession] = []
     for summary in summaries:
         header = await store.header(summary.id)

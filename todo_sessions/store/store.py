@@ -67,4 +67,4 @@ class SessionStore(Retention, Finding, Repair, Streams, Leasing):
         imported sub-agent transcripts): each session whose header names it as
         ``parent_session`` and that is not a fork of it, oldest first, with its title, status
         (running, completed, failed, aborted, interrupted) and open todos (`ChildSession`)."""
-        return await list_children(self, session_id)
+        return await list_children(self, session_id, self._clock())
