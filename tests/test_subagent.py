@@ -325,9 +325,9 @@ async def test_cancelling_the_parent_cancels_the_child(tmp_path: Path) -> None:
         assert service.live_ids() == ["top"]
 
 
-def run_until_killed(url: str, session_id: str) -> None:
+def run_until_killed(url: str, session_id: str, scenario: str = "in-child") -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), url, session_id],
+        [sys.executable, str(CHILD), url, session_id, scenario],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -335,7 +335,7 @@ def run_until_killed(url: str, session_id: str) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        if line.strip() != "READY in-child":
+        if line.strip() != f"READY {scenario}":
             proc.kill()
             raise AssertionError(f"child said {line!r}; stderr:\n{proc.communicate()[1]}")
         os.kill(proc.pid, signal.SIGKILL)
@@ -385,6 +385,30 @@ async def test_killed_mid_child_then_resumed_and_repaired(shared_db_url: str) ->
         await service.flush()
         assert [c.id for c in await store.children("boss")] == [child_id]
         assert await store.read_from(child_id) == list(loaded.events)
+
+
+@pytest.mark.slow
+async def test_killed_after_the_child_finished_resumes_without_rerunning_it(
+    shared_db_url: str,
+) -> None:
+    run_until_killed(shared_db_url, "boss", "after-child")
+    async with SessionService(SessionStore(shared_db_url), strict=True) as service:
+        store = service.store
+        before = await store.read_from("boss")
+        assert before[-1].type == "tool/call"  # the child's answer never reached the parent's log
+        child_id = before[-1].data["subagentSessionId"]
+        (child,) = await store.children("boss")
+        assert (child.id, child.status) == (child_id, "completed")
+        child_log = await store.read_from(child_id)
+        boss = await service.resume("boss")
+        events = await store.read_from("boss")
+        check_structure(events)
+        repaired = result_of(events, before[-1].data["callId"])
+        assert repaired.data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+        assert await store.read_from(child_id) == child_log  # not re-run, not repaired
+        assert (await store.load(child_id)).closers == ()
+        assert [c.status for c in await store.children("boss")] == ["completed"]
+        assert [t.content for t in boss.todos or []] == ["delegate the survey"]
 
 
 async def test_a_loop_task_cancelled_mid_stream_ends_aborted(tmp_path: Path) -> None:
