@@ -76,4 +76,7 @@ async def test_a_subagent_call_through_the_acp_agent(tmp_path: Path) -> None:
     assert [t.content for t in await service.store.current_todos(child.id) or []] == [
         "count the tests"
     ]
+    child_log = (await service.store.read(child.id)).events
+    (header,) = [e for e in child_log if e.type == "request/header"]
+    assert header.data["header"]["config"]["model"] == model.model  # the parent's model
     await service.aclose()

@@ -53,11 +53,12 @@ class WorkTool:
 
 def todo_tools(service: SessionService | None = None) -> ToolRegistry:
     """The tools a real model gets from ``todo-sessions acp --model``: ``todo_write`` and,
-    given the service, ``subagent`` (its children run on that service, with the same tools)."""
+    given the service, ``subagent`` (its children run on that service, with the same tools,
+    recording their requests as the bridge's loops do)."""
     registry = ToolRegistry()
     registry.register(TodoWriteTool())
     if service is not None:
-        registry.register(SubagentTool(service))
+        registry.register(SubagentTool(service, record_requests=True))
     return registry
 
 
