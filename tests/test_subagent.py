@@ -27,6 +27,7 @@ from todo_sessions.harness.model import ModelDelta, ScriptedModel, ScriptedRespo
 from todo_sessions.harness.subagent import SubagentTool, subagent_session_id
 from todo_sessions.harness.tools import (
     TodoWriteTool,
+    ToolContext,
     ToolRegistry,
 )
 
@@ -430,3 +431,36 @@ async def test_a_loop_task_cancelled_mid_stream_ends_aborted(tmp_path: Path) -> 
         events = await service.store.read_from("top")
         check_structure(events)
         assert events[-1].data["reason"] == {"kind": "aborted"}
+
+
+def test_child_ids_are_derived_from_the_call() -> None:
+    assert subagent_session_id("p", "call_7") == "p/subagent/call_7"
+    long_parent = "x" * 195
+    derived = subagent_session_id(long_parent, "call_7")
+    assert derived == subagent_session_id(long_parent, "call_7")  # deterministic
+    assert derived.startswith("x" * 150 + "/subagent/") and len(derived) == 150 + 10 + 32
+    assert derived != subagent_session_id(long_parent, "call_8")
+    controls = subagent_session_id("p", "call\n7")
+    assert controls.startswith("p/subagent/") and "\n" not in controls
+
+
+async def test_refusals_without_a_child(tmp_path: Path) -> None:
+    """No owning session, no model, a child session that exists already (a reused call id):
+    each is an error result, and nothing runs."""
+    async with SessionService(SessionStore(f"sqlite:///{tmp_path}/s.db"), strict=True) as service:
+        tools = registry(SubagentTool(service))
+        top = await service.new("top")
+        args = {"task": "t", "title": " \x00 "}
+        no_session = await tools.execute("subagent", args, ToolContext(session=None, call_id="c"))
+        assert no_session.is_error and "owning agent session" in no_session.text_content
+        no_model = await tools.execute("subagent", args, ToolContext(session=top, call_id="c"))
+        assert no_model.is_error and "no model" in no_model.text_content
+        model = ScriptedModel([ScriptedResponse(text="done")])
+        context = ToolContext(session=top, call_id="c", model=model)
+        first = await tools.execute("subagent", args, context)
+        assert first.text_content == "done" and not first.is_error
+        (child,) = await service.store.children("top")
+        assert child.title == "t"  # a blank title falls back to the task
+        again = await tools.execute("subagent", args, context)
+        assert again.is_error and "exists already: not re-run" in again.text_content
+        assert len(model.calls) == 1

@@ -244,10 +244,18 @@ async def _gently(loop: Any, task: str) -> TurnOutcome:
 
 
 def _title(args: Mapping[str, Any]) -> str:
-    title = args.get("title") if isinstance(args.get("title"), str) else None
-    text = (title or str(args.get("task", ""))).strip().splitlines()
-    first = text[0] if text else "subagent"
-    return first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 1] + "…"
+    """The child's title: the first line of the call's title, else of its task (cut to 80
+    characters, without the characters a header cannot store)."""
+    for value in (args.get("title"), args.get("task")):
+        text = _storable(value.strip()) if isinstance(value, str) else ""
+        if text:
+            first = text.splitlines()[0]
+            return first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 1] + "…"
+    return "subagent"
+
+
+def _storable(text: str) -> str:
+    return "".join(c for c in text if c != "\x00" and not 0xD800 <= ord(c) <= 0xDFFF).strip()
 
 
 def _result(child_id: str, outcome: TurnOutcome, error: Mapping[str, Any] | None) -> ToolResult:
