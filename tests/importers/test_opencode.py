@@ -238,6 +238,21 @@ async def test_export_file_import_and_export_byte_identical(store: SessionStore)
     assert {r.status for r in (await imported(store, EXPORT_FILE)).values()} == {"unchanged"}
 
 
+async def test_a_message_no_event_can_hold_is_kept_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "lone.json"
+    text = EXPORT_FILE.read_text(encoding="utf-8")
+    path.write_text(text.replace("Explain how", "Explain \\udc80 how"), encoding="utf-8")
+    async with SessionStore(f"sqlite:///{tmp_path}/store.db") as store:
+        [result] = await import_paths(store, OpencodeImporter(), [path])
+        assert (result.status, result.lines) == ("created", 2)
+        assert ["msg_fixe001user000000000001 kept as text only" in w for w in result.warnings] == [
+            True
+        ]
+        kinds = [e.type for e in await store.read_from(EXPORTED)]
+        assert kinds.count("import/verbatim") == 1 and "user/message" not in kinds
+        assert await export_session(store, OpencodeImporter(), EXPORTED) == path.read_bytes()
+
+
 async def test_database_export_round_trips_through_an_export_file(tmp_path: Path) -> None:
     db = fixture_db(tmp_path / "data")
     async with SessionStore(f"sqlite:///{tmp_path}/a.db") as first:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -248,6 +249,17 @@ def _js_number(value: float) -> str:
     return ("-" if sign else "") + out
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _string(value: str) -> str:
+    """A string as ``JSON.stringify`` writes it: non-ASCII characters as they are, a lone
+    surrogate escaped (``\\udc80``)."""
+    return _LONE_SURROGATE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False)
+    )
+
+
 def _write(value: Any, indent: str, out: list[str]) -> None:
     if isinstance(value, dict):
         if not value:
@@ -256,7 +268,7 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
         inner = indent + "  "
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
-            out.append(("," if i else "") + "\n" + inner + json.dumps(key, ensure_ascii=False))
+            out.append(("," if i else "") + "\n" + inner + _string(key))
             out.append(": ")
             _write(item, inner, out)
         out.append("\n" + indent + "}")
@@ -273,7 +285,7 @@ def _write(value: Any, indent: str, out: list[str]) -> None:
     elif isinstance(value, float):
         out.append(_js_number(value))
     else:
-        out.append(json.dumps(value, ensure_ascii=False))
+        out.append(_string(value) if isinstance(value, str) else json.dumps(value))
 
 
 def export_text(info: dict[str, Any], messages: list[dict[str, Any]]) -> str:

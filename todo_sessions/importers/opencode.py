@@ -218,7 +218,7 @@ class _Build:
             self.batch.time = created
         if mid in self.text_only:
             self.batch.add(
-                VERBATIM_TYPE, {"line": compact_json(entry), "alone": True}, ignorable=True
+                VERBATIM_TYPE, {"line": _ascii_json(entry), "alone": True}, ignorable=True
             )
         else:
             try:
@@ -226,7 +226,7 @@ class _Build:
             except InvalidEventError:
                 self.text_only.add(mid)
                 self.batch.add(
-                    VERBATIM_TYPE, {"line": compact_json(entry), "alone": True}, ignorable=True
+                    VERBATIM_TYPE, {"line": _ascii_json(entry), "alone": True}, ignorable=True
                 )
             else:
                 map_message(self.batch, self.state, event.payload)
@@ -248,6 +248,11 @@ class _Build:
             changes["metadata"] = metadata
         if changes:
             self.batch.add(SESSION_META, changes, ignorable=True)
+
+
+def _ascii_json(entry: Any) -> str:
+    """Compact JSON in ASCII: a lone surrogate escaped, so that the text can be stored."""
+    return json.dumps(entry, separators=(",", ":"))
 
 
 def _header(source: SourceFile, info: Mapping[str, Any]) -> SessionHeader:
