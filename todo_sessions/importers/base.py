@@ -449,13 +449,13 @@ async def import_paths(
 ) -> list[FileResult]:
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
     default location when None), parents before children; one `FileResult` per file. An
-    importer with an ``import_source(store, source)`` of its own (opencode, whose sessions
-    are database rows) imports each source with it instead of `import_file`."""
+    importer with an ``import_sources(store, sources)`` of its own (opencode, whose sessions
+    are database rows) imports them with it instead of `import_file`."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
     sources = await asyncio.to_thread(importer.discover, roots)
-    own = getattr(importer, "import_source", None)  # an agent whose sessions are not lines
+    own = getattr(importer, "import_sources", None)  # an agent whose sessions are not lines
     if own is not None:
-        return [await own(store, source) for source in sources]
+        return list(await own(store, sources))
     return [
         await import_file(store, importer, source, max_line_bytes=max_line_bytes)
         for source in sources

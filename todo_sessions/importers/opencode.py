@@ -35,7 +35,7 @@ from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
 from ..core.types import SESSION_META
 from ..errors import InvalidEventError, SeqConflictError, SessionExistsError, SessionNotFoundError
-from ..integrations._common import Batch, LogState, now_ms
+from ..integrations._common import Batch, LogState, list_all, now_ms
 from ..store.store import SessionStore
 from ._opencode_map import MESSAGE_TYPE, PART_KINDS, SESSION_TYPE, OpencodeState, map_message
 from ._opencode_read import (
@@ -278,21 +278,26 @@ async def _fold(store: SessionStore, session_id: str) -> OpencodeState | None:
     return state
 
 
-async def _untouched(store: SessionStore, source: SourceFile) -> bool:
-    """Whether opencode wrote nothing to the session since its last import (the database's
-    fingerprint of it is the one kept in the import position): then nothing is read."""
+def _same_fingerprint(position: Any, source: SourceFile) -> bool:
     fingerprint = source.key.get("fingerprint")
-    if fingerprint is None:
-        return False
-    try:
-        position = (await store.summary(source.session_id)).metadata.get(IMPORT_KEY)
-    except SessionNotFoundError:
-        return False
     return (
-        isinstance(position, dict)
+        fingerprint is not None
+        and isinstance(position, dict)
         and position.get("agent") == "opencode"
         and position.get("fingerprint") == fingerprint
     )
+
+
+async def _untouched(store: SessionStore, source: SourceFile) -> bool:
+    """Whether opencode wrote nothing to the session since its last import (the database's
+    fingerprint of it is the one kept in the import position): then nothing is read."""
+    if source.key.get("fingerprint") is None:
+        return False
+    try:
+        summary = await store.summary(source.session_id)
+    except SessionNotFoundError:
+        return False
+    return _same_fingerprint(summary.metadata.get(IMPORT_KEY), source)
 
 
 async def _import_once(store: SessionStore, source: SourceFile, result: FileResult) -> None:
@@ -374,7 +379,7 @@ async def _append(
 
 class OpencodeImporter:
     """The opencode importer: the `Importer` protocol's discovery and naming, with an import
-    (`import_source`) and an export (`export_events`) of its own (opencode's rows are not
+    (`import_sources`) and an export (`export_events`) of its own (opencode's rows are not
     lines of a file)."""
 
     name = "opencode"
@@ -416,6 +421,23 @@ class OpencodeImporter:
         self, state: LogState, source: SourceFile, fresh: Sequence[dict[str, Any]]
     ) -> dict[str, Any]:
         return {}
+
+    async def import_sources(
+        self, store: SessionStore, sources: Sequence[SourceFile]
+    ) -> list[FileResult]:
+        """`import_source` of each, in order; the import positions of the sessions imported
+        before are read at once, so that the sessions opencode has not written to since are
+        passed over without a read each (polling a large database)."""
+        positions: dict[str, Any] = {}
+        if any(s.key.get("fingerprint") is not None for s in sources):
+            async for summary in list_all(store, tag=AGENT_TAG):
+                positions[summary.id] = summary.metadata.get(IMPORT_KEY)
+        return [
+            FileResult(source.path, source.session_id)
+            if _same_fingerprint(positions.get(source.session_id), source)
+            else await self.import_source(store, source)
+            for source in sources
+        ]
 
     async def import_source(self, store: SessionStore, source: SourceFile) -> FileResult:
         """Import what is new in one opencode session (see the module docstring); never
