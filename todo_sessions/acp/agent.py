@@ -63,9 +63,10 @@ from ..errors import SessionExistsError
 from ..harness.compaction import CompactionPolicy
 from ..harness.loop import AgentLoop
 from ..harness.model import Model
+from ..harness.tools.base import ToolContext
 from ..harness.tools.registry import ToolRegistry
 from ..store.results import SessionSummary
-from . import _sdk
+from . import _sdk, turns
 from .builtin import PlanningModel, builtin_tools
 from .capabilities import ClientFeatures
 from .client_errors import client_errors
@@ -81,7 +82,6 @@ from .prompting import TurnForwarder
 from .replay import Replay, read_pages, send_page
 from .session_list import list_page, title_of
 from .session_ops import delete_session, fork_session
-from .turns import Turns
 from .usage import UsageTally, context_window
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
@@ -106,7 +106,7 @@ _FOLLOW_INTERVAL = 0.2
 """Seconds between looks at an open session's log on SQLite (PostgreSQL is notified)."""
 
 
-class TodoSessionsAgent(Turns):
+class TodoSessionsAgent:
     """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins.
 
     ``models``: the models offered as the ``model`` config option, the first the default
@@ -420,6 +420,26 @@ class TodoSessionsAgent(Turns):
             size = None if context is None else context_window(context.data)
             tally = self._usage[session_id] = UsageTally(usage.total, size)
         await self._send(session_id, tally.update())
+
+    # -- turns (`todo_sessions.acp.turns`) ------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> _sdk.PromptResponse:
+        return await turns.prompt(self, session_id, prompt)
+
+    async def _ask_permission(self, name: str, args: Any, context: ToolContext) -> str | None:
+        """Ask the client whether a call may run: None if allowed, else the reason."""
+        return await turns.ask_permission(self, name, args, context)
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        loop = self._loops.get(session_id)
+        if loop is not None:
+            loop.cancel()
+
+    async def cancel_prompt_request(self, session_id: str) -> None:
+        """``$/cancel_request`` of a pending ``session/prompt``: cancelled as
+        ``session/cancel`` would (also when it has not started running yet)."""
+        self._cancel_asked.add(session_id)
+        await self.cancel(session_id)
 
 
 async def serve(service: SessionService, agent: TodoSessionsAgent | None = None) -> None:
