@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import Any
 
@@ -166,10 +167,13 @@ def model_choice(spec: str, base_url: str | None, api_key_env: str | None, syste
             )
         return made[0]
 
+    key_env = key_env_of(spec, base_url, api_key_env)
     try:
         make()
     except ModelAuthError:
-        pass  # no key yet: the client is told through authMethods / authenticate
+        if key_env is None or os.environ.get(key_env):
+            raise  # not a missing key (e.g. a key that would go to another host)
+        # no key yet: the client is told through authMethods / authenticate
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
-    return ModelChoice(spec, make, key_env=key_env_of(spec, base_url, api_key_env))
+    return ModelChoice(spec, make, key_env=key_env)
