@@ -151,8 +151,8 @@ def test_key_variables_of_the_models() -> None:
 def test_cli_option_errors(tmp_path: Path) -> None:
     env = {"TODO_SESSIONS_URL": f"sqlite:///{tmp_path}/x.db"}
     for args, message in (
-        (["--context-window", "100"], "--context-window needs --compact-at"),
-        (["--compact-at", "0.5"], "--compact-at needs --context-window"),
+        (["--context-window", "100"], "go together"),
+        (["--compact-at", "0.5"], "go together"),
         (["--compact-at", "1.5", "--context-window", "9"], "1.5"),
         (["--model", "nope"], "expected openai:MODEL"),
     ):

@@ -68,7 +68,7 @@ class _LogFormatter(logging.Formatter):
     "--context-window",
     type=click.IntRange(min=1),
     metavar="TOKENS",
-    help="The context window --compact-at measures against (default: the model's, when known).",
+    help="The context window, in tokens, that --compact-at measures against.",
 )
 @pass_ctx
 def acp_cmd(
@@ -98,10 +98,8 @@ def acp_cmd(
 
     if not model_specs and (base_url or api_key_env or system_prompt):
         raise click.UsageError("--base-url, --api-key-env and --system need --model")
-    if context_window is not None and compact_at is None:
-        raise click.UsageError("--context-window needs --compact-at")
-    if compact_at is not None and context_window is None and not model_specs:
-        raise click.UsageError("--compact-at needs --context-window with the built-in agent")
+    if (context_window is None) != (compact_at is None):
+        raise click.UsageError("--compact-at and --context-window go together")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LogFormatter(tracebacks=ctx.debug))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
