@@ -18,9 +18,9 @@ nothing (a failed compaction) when the newest prompt it summarises contains ``no
 
 The ``subagent`` tool runs a child `AgentLoop` on a child session (``origin`` ``subagent``,
 ``parent_session`` and ``delegation_depth`` set) whose id is derived from the call; the
-parent's ``tool/call`` names it as ``subagentSessionId`` (the harness's subagent tool stores
-it so; here a small wrapper of the tool runner adds it). The child writes a todo list of its
-own, completes it and answers.
+parent's ``tool/call`` names it as ``subagentSessionId`` (the tool's ``call_fields``, which
+the harness adds to the call; a harness that does not yet is wrapped here to). The child
+writes a todo list of its own, completes it and answers.
 """
 
 from __future__ import annotations
@@ -70,7 +70,10 @@ def _with_subagent_id(original: Any) -> Any:
     return _call
 
 
-if not getattr(ToolRunner._call, "_scripted", False):
+_HARNESS_ASKS = "call_fields" in ToolRunner._call.__code__.co_consts
+"""Whether the harness adds a tool's ``call_fields`` to its ``tool/call`` itself."""
+
+if not _HARNESS_ASKS and not getattr(ToolRunner._call, "_scripted", False):
     ToolRunner._call = _with_subagent_id(ToolRunner._call)  # type: ignore[method-assign]
     ToolRunner._call._scripted = True  # type: ignore[attr-defined]
 
@@ -174,6 +177,10 @@ class SubagentTool:
 
     def __init__(self, service: SessionService) -> None:
         self.service = service
+
+    def call_fields(self, session: Any, call_id: str, arguments: str) -> dict[str, Any]:
+        """The keys the harness adds to this tool's ``tool/call``."""
+        return {"subagentSessionId": child_id_of(session.id, call_id)}
 
     async def run(self, args: dict[str, Any], context: ToolContext) -> ToolResult:
         parent = context.session
