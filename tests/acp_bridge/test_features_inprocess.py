@@ -312,3 +312,64 @@ async def test_a_manual_compaction_is_replayed_at_its_place(tmp_path: Any) -> No
     assert legacy.of(sid)[-1]["sessionUpdate"] == "user_message_chunk"  # the summary message
     await agent.aclose()
     await agent.service.aclose()
+
+
+async def test_the_harness_subagent_tool_for_a_subagents_client(tmp_path: Any) -> None:
+    """The harness's own ``subagent`` tool (when this tree has it) through the bridge, for a
+    client that advertises everything: announced, relayed on the child's id, replayed."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
+
+    parent_plan = {"todos": [{"content": "delegate", "status": "in_progress"}]}
+    child_plan = {"todos": [{"content": "count the tests", "status": "in_progress"}]}
+    model = ScriptedModel(  # one model: the parent's calls and the child's, in order
+        [
+            ScriptedResponse(
+                tool_calls=[("todo_write", parent_plan), ("subagent", {"task": "count"})]
+            ),
+            ScriptedResponse(tool_calls=[("todo_write", child_plan)]),
+            ScriptedResponse(text="12 tests."),
+            ScriptedResponse(text="The child counted 12 tests."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/h.db"
+
+    async def build(service: SessionService) -> tuple[TodoSessionsAgent, FakeConn]:
+        def tools() -> ToolRegistry:
+            registry = ToolRegistry()
+            registry.register(TodoWriteTool())
+            registry.register(subagent.SubagentTool(service))
+            return registry
+
+        agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+        conn = FakeConn()
+        agent.on_connect(conn)
+        agent.client_capabilities_json = EVERYTHING
+        await agent.initialize(protocol_version=1)
+        return agent, conn
+
+    service = SessionService(SessionStore(url), strict=True)
+    agent, conn = await build(service)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    assert (await agent.prompt(session_id=sid, prompt=[Text("go")])).stop_reason == "end_turn"
+    subs = [u for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert [u["state"]["state"] for u in subs] == ["running", "idle"]
+    child = subs[0]["sessionId"]
+    assert subs[1]["state"]["stopReason"] == "end_turn"
+    plans = [u["plan"]["entries"] for u in conn.of(child) if u["sessionUpdate"] == "plan_update"]
+    assert [[e["content"] for e in entries] for entries in plans] == [["count the tests"]]
+    live_parent, live_child = conn.of(sid, prompts=False), conn.of(child)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded = await build(service)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert loaded.of(sid, prompts=False) == live_parent
+    assert loaded.of(child) == live_child
+    await loader.aclose()
+    await service.aclose()
