@@ -271,6 +271,13 @@ async def test_cancel_request_of_a_prompt_answers_cancelled(tmp_path: Any) -> No
     assert (await asyncio.wait_for(running, 10)).stop_reason == "cancelled"
     # the next prompt is not cancelled by the old request
     assert (await agent.prompt(session_id=sid, prompt=[Text("hi")])).stop_reason == "end_turn"
+    # cancelled before it started running: the turn starts (its prompt logged), then aborts
+    waiting = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("slow")]))
+    await agent.cancel_prompt_request(sid)
+    assert (await asyncio.wait_for(waiting, 10)).stop_reason == "cancelled"
+    await agent.service.flush(sid)
+    ends = [e for e in (await agent.service.store.read(sid)).events if e.type == "turn/end"]
+    assert [e.data["reason"]["kind"] for e in ends] == ["aborted", "completed", "aborted"]
     await agent.service.aclose()
 
 

@@ -28,7 +28,17 @@ __all__ = ["ask_permission", "prompt"]
 
 
 async def prompt(
-    agent: TodoSessionsAgent, session_id: str, prompt: list[Any], **_: Any
+    agent: TodoSessionsAgent, session_id: str, prompt: list[Any]
+) -> _sdk.PromptResponse:
+    """Run the prompt; a ``$/cancel_request`` of it no longer applies once it answered."""
+    try:
+        return await _prompt(agent, session_id, prompt)
+    finally:
+        agent._cancel_asked.discard(session_id)
+
+
+async def _prompt(
+    agent: TodoSessionsAgent, session_id: str, prompt: list[Any]
 ) -> _sdk.PromptResponse:
     session = await agent._live(session_id)
     if session_id in agent._loops:
@@ -42,15 +52,12 @@ async def prompt(
     agent._loops[session_id] = loop  # taken before any await: one prompt at a time
     done = agent._prompt_done[session_id] = asyncio.Event()
     try:
-        if session_id in agent._cancel_asked:  # cancelled while it waited
-            loop.cancel()
         response = await _run_prompt(agent, session, loop, prompt)
     finally:
         if agent._loops.get(session_id) is loop:
             del agent._loops[session_id]
         if agent._prompt_done.get(session_id) is done:
             del agent._prompt_done[session_id]
-        agent._cancel_asked.discard(session_id)
         done.set()
     if session_id in agent.service.live_ids():
         await agent._send_usage(session_id)
@@ -106,7 +113,7 @@ async def _run_prompt(
     try:
         async with forwarder:
             with client_errors():
-                outcome = await loop.run_turn(prompt_blocks(prompt))
+                outcome = await _run_turn(agent, session_id, loop, prompt)
     finally:
         agent._forwarders.pop(session_id, None)
         await relay.aclose()
@@ -130,3 +137,15 @@ async def ask_permission(
     if always:
         agent._always.setdefault(session_id, set()).add(name)
     return refused
+
+
+async def _run_turn(
+    agent: TodoSessionsAgent, session_id: str, loop: AgentLoop, prompt: list[Any]
+) -> Any:
+    """The loop's turn; a ``$/cancel_request`` that came before the turn started (which
+    clears the loop's cancel flag) cancels it as soon as it has."""
+    running = asyncio.ensure_future(loop.run_turn(prompt_blocks(prompt)))
+    await asyncio.sleep(0)  # the turn has started (its prompt logged)
+    if session_id in agent._cancel_asked:
+        loop.cancel()
+    return await running
