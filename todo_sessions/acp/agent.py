@@ -34,10 +34,10 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   (`todo_sessions.acp.connection`).
 - At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
   completed entries when a turn starts).
-- Live updates and replays go through the same `UpdateMapper`, so the live stream of a turn
-  and its replay are the same updates with the same message ids. When the first prompt takes
-  over a session whose last turn was interrupted, the repair's events (results of the calls
-  left open, ``turn/end``) are streamed before the turn's own updates.
+- Live updates and replays go through a `Presenter` each (an `UpdateMapper` inside), so the
+  live stream of a turn and its replay are the same updates with the same ids. When the first
+  prompt takes over a session whose last turn was interrupted, the repair's events (results
+  of the calls left open, ``turn/end``) are streamed before the turn's own updates.
 - ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
   is answered with the JSON-RPC error it deserves and the agent keeps running.
 - A tool whose ``requires_permission`` attribute is true runs only after the client allowed it
@@ -139,7 +139,7 @@ class TodoSessionsAgent:
         self._loop_model: dict[str, str] = {}
         """Per session in ``_session_loops``: the model value its loop runs."""
         self._cancel_asked: set[str] = set()
-        """Sessions whose pending prompt was cancelled (``$/cancel_request``) before it ran."""
+        """Sessions whose pending prompt ``$/cancel_request`` cancelled (until it answers)."""
         self._tools = PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None
         self._forwarders: dict[str, TurnForwarder] = {}
