@@ -3,7 +3,7 @@
 ``tests/acp_ts/lifecycle.mjs`` drives ``todo-sessions acp`` with ``@agentclientprotocol/sdk``
 (its ``/unstable`` entrypoint, for ``session/fork``), whose client validates every message it
 receives against the schema; it prints a report that is checked here against the store, so
-both SDKs agree on the wire. ``.ci/run`` installs the SDK from the npm registry
+both SDKs agree on the wire. ``.ci/run`` installs the SDK (2.4.0, pinned) from the npm registry
 (``npm install --prefix tests/acp_ts``).
 """
 
