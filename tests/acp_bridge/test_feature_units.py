@@ -185,3 +185,67 @@ async def test_acp_starts_without_the_key_and_offers_every_model(tmp_path: Path)
         option = new.config_options[0]
         assert option.current_value == "openai:one"
         assert [o.value for o in option.options] == ["openai:one", "openai:two"]
+
+
+class Pipe:
+    """A transport fed a list of messages; what is sent is kept."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.incoming = list(messages)
+        self.sent: list[dict[str, Any]] = []
+
+    async def receive(self) -> dict[str, Any] | None:
+        return self.incoming.pop(0) if self.incoming else None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def close(self) -> None:
+        return None
+
+
+class Agent:
+    client_capabilities_json: Any = None
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def cancel_prompt_request(self, session_id: str) -> None:
+        self.cancelled.append(session_id)
+
+
+async def test_cancel_request_reaches_only_a_pending_prompt() -> None:
+    from todo_sessions.acp.connection import _Tracking
+
+    def request(request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+    def cancel(params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "method": "$/cancel_request", "params": params}
+
+    caps = {"plan": {}, "subagents": {}}
+    pipe = Pipe(
+        [
+            request(0, "initialize", {"clientCapabilities": caps}),
+            request(1, "session/load", {"sessionId": "a"}),
+            request("2", "session/prompt", {"sessionId": "b"}),
+            request(3, "session/prompt", {"sessionId": "c"}),
+            cancel({"requestId": 1}),  # not a prompt: runs to its answer
+            cancel({"requestId": 2}),  # no request 2 (the prompt's id is the string "2")
+            cancel({"requestId": "2"}),
+            cancel({"requestId": 3}),  # answered already
+            cancel({}),  # malformed: ignored
+        ]
+    )
+    agent = Agent()
+    tracking = _Tracking(pipe, agent)
+    passed = []
+    while (message := await tracking.receive()) is not None:
+        passed.append(message.get("id"))
+        if message.get("id") == 3:
+            await tracking.send({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}})
+    assert passed == [0, 1, "2", 3]  # the cancels themselves are not passed on
+    assert agent.cancelled == ["b"]
+    assert pipe.sent[-1]["id"] == 3
+    assert agent.client_capabilities_json == caps
+    assert ClientFeatures.of(agent.client_capabilities_json) == ClientFeatures(True, False, True)
