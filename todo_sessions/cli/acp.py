@@ -84,9 +84,9 @@ def acp_cmd(
 
     Without --model, the built-in deterministic agent turns each line of a prompt into a todo
     and works through them with todo_write calls. With --model, a real model runs the agent
-    loop with the todo_write tool (the editor may switch between several --model; the API
-    key is read from the environment when a session first runs the model). Sessions are
-    stored in the configured database and can be reloaded with session/load."""
+    loop with the todo_write and subagent tools (the editor may switch between several
+    --model; the API key is read from the environment when a session first runs the model).
+    Sessions are stored in the configured database and can be reloaded with session/load."""
     try:
         from ..acp.agent import TodoSessionsAgent, serve
         from ..acp.builtin import SYSTEM_PROMPT, todo_tools
@@ -118,7 +118,7 @@ def acp_cmd(
             agent = TodoSessionsAgent(
                 service,
                 models=models,
-                tools_factory=todo_tools,
+                tools_factory=lambda: todo_tools(service),
                 record_requests=True,
                 compaction=compaction,
             )
