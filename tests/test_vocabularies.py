@@ -32,7 +32,15 @@ pytestmark = pytest.mark.slow  # every case starts interpreters (about a second 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "importers"
 CLAUDE_ROOT, CODEX_ROOT = FIXTURES / "claude-code" / "projects", FIXTURES / "codex" / "sessions"
-ADAPTER_TYPES = ["agents/item", "agents/retract", "claude/entry", "codex/entry", "import/verbatim"]
+ADAPTER_TYPES = [
+    "agents/item",
+    "agents/retract",
+    "claude/entry",
+    "codex/entry",
+    "import/verbatim",
+    "opencode/message",
+    "opencode/session",
+]
 T0 = 1_764_000_000_000
 
 CLI = "import sys\nsys.argv[0] = 'todo-sessions'\nfrom todo_sessions._console import main\nmain()\n"
@@ -92,6 +100,8 @@ def test_the_core_lists_no_adapter_type_until_the_vocabularies_load() -> None:
         "claude/entry": [integrations, False],
         "codex/entry": [importers, False],
         "import/verbatim": [importers, False],
+        "opencode/message": [importers, False],
+        "opencode/session": [importers, False],
     }
 
 
@@ -126,6 +136,8 @@ async def _adapters_database(url: str) -> list[str]:
                 SessionEvent("agents/item", 1, T0, {"role": "user", "content": "x"}),
                 SessionEvent("codex/entry", 2, T0, {"type": "event_msg"}),
                 SessionEvent("import/verbatim", 3, T0, {"line": "{}"}),
+                SessionEvent("opencode/session", 4, T0, {"info": {"id": "ses_1"}}),
+                SessionEvent("opencode/message", 5, T0, {"info": {"id": "msg_1"}, "parts": []}),
             ],
         )
         ids = sorted([sid async for sid in store.session_ids()])

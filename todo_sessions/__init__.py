@@ -112,6 +112,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._service": ("SessionService",),
     "._vocabularies": ("load_vocabularies",),
     "._session": ("Session",),
+    ".store.children": ("ChildSession",),
     ".store.leases": (
         "Lease",
         "LeaseHolder",
@@ -202,6 +203,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import StoreUnavailableError as StoreUnavailableError
     from .errors import StructureError as StructureError
     from .errors import TodoSessionsError as TodoSessionsError
+    from .store.children import ChildSession as ChildSession
     from .store.leases import Lease as Lease
     from .store.leases import LeaseHolder as LeaseHolder
     from .store.migrate import migrate as migrate

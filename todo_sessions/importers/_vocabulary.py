@@ -1,6 +1,7 @@
 """The event types of the importers, registered from here (docs/format.md, "Imported
-sessions"): ``import/verbatim`` and each built-in importer's ``<agent>/entry`` (``codex/entry``;
-the Claude Code importer writes ``claude/entry``, a type of `todo_sessions.integrations`).
+sessions"): ``import/verbatim`` and each built-in importer's entry types (``codex/entry``,
+``opencode/session``, ``opencode/message``; the Claude Code importer writes ``claude/entry``, a
+type of `todo_sessions.integrations`).
 Loaded by `todo_sessions.load_vocabularies`, so a process that only reads a store knows them
 too. An importer of another agent registers its entry type with `register_entry_type`.
 """
@@ -11,10 +12,23 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core.registry import register_event_type
 
-__all__ = ["CODEX_ENTRY", "VERBATIM_TYPE", "EntryData", "VerbatimData", "register_entry_type"]
+__all__ = [
+    "CODEX_ENTRY",
+    "OPENCODE_MESSAGE",
+    "OPENCODE_SESSION",
+    "VERBATIM_TYPE",
+    "EntryData",
+    "VerbatimData",
+    "register_entry_type",
+]
 
 VERBATIM_TYPE = "import/verbatim"
 CODEX_ENTRY = "codex/entry"
+OPENCODE_MESSAGE = "opencode/message"
+"""One opencode message, kept whole: ``{info, parts}`` as ``opencode export`` shows it."""
+OPENCODE_SESSION = "opencode/session"
+"""An opencode session's info as ``opencode export`` shows it (``{info}``), and its database
+row (``row``) when it was read from one; a new one each time it changed."""
 
 
 class VerbatimData(BaseModel):
@@ -38,4 +52,5 @@ def register_entry_type(name: str) -> None:
 
 
 register_event_type(VERBATIM_TYPE, VerbatimData)
-register_entry_type(CODEX_ENTRY)
+for _entry in (CODEX_ENTRY, OPENCODE_MESSAGE, OPENCODE_SESSION):
+    register_entry_type(_entry)
