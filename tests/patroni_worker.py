@@ -29,7 +29,7 @@ def say(**fields: object) -> None:
 
 async def main(url: str, name: str, directory: Path, tasks: int) -> None:
     stop = directory / "stop"
-    async with SessionStore(url, reconnect_timeout=90.0) as store:
+    async with SessionStore(url, reconnect_timeout=60.0) as store:
         ids = [f"{name}-{i}" for i in range(tasks)]
         for session_id in ids:
             await store.create(header(session_id))

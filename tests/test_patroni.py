@@ -86,12 +86,14 @@ def collect(proc: subprocess.Popen[str], run: Run) -> None:
                 run.records.append(record)
 
 
-async def follow_all(url: str, sessions: list[str], ends: dict[str, int]) -> dict[str, list]:
+async def follow_all(
+    url: str, sessions: list[str], ends: dict[str, int], seen: dict[str, list]
+) -> dict[str, list]:
     """Follow every session until it reaches ``ends`` (filled in once the writers stop)."""
-    seen: dict[str, list[tuple[int, str]]] = {s: [] for s in sessions}
+    seen.update({s: [] for s in sessions})
 
     async def follow(store: SessionStore, session_id: str) -> None:
-        stream = store.follow(session_id, poll_interval=0.2, reconnect_timeout=90.0)
+        stream = store.follow(session_id, poll_interval=0.2)  # reconnect_timeout: 30 s
         async with aclosing(stream):  # type: ignore[type-var]  # an async generator
             async for e in stream:
                 seen[session_id].append((e.seq, e.type))
@@ -120,7 +122,7 @@ def under_load(
     cluster.wait_healthy()
     url = cluster.url()
     sessions = [f"{label}{p}-{t}" for p in range(PROCESSES) for t in range(TASKS)]
-    run, ends = Run(), {}
+    run, ends, seen = Run(), {}, {}
     (tmp_path / "stop").unlink(missing_ok=True)
     logs = [(tmp_path / f"w{p}.log").open("w") for p in range(PROCESSES)]
     writers = [
@@ -140,15 +142,20 @@ def under_load(
         until(lambda: len(run.ready) == PROCESSES, 60, "the writers never started", writers)
         followers = threading.Thread(
             target=lambda: followed.update(
-                loop.run_until_complete(follow_all(url, sessions, ends))
+                loop.run_until_complete(follow_all(url, sessions, ends, seen))
             ),
             daemon=True,
         )
         followed: dict[str, list] = {}
         followers.start()
-        # every session has acknowledged appends before the fault
+        # every session has acknowledged appends, and its follower has seen some, before the
+        # fault
         until(
-            lambda: {r["s"] for r in run.acks()} >= set(sessions) and len(run.acks()) > 100,
+            lambda: (
+                {r["s"] for r in run.acks()} >= set(sessions)
+                and len(run.acks()) > 100
+                and all(seen.get(s) for s in sessions)
+            ),
             60,
             "the writers never got under way",
             writers,
