@@ -140,6 +140,13 @@ def under_load(
     loop = asyncio.new_event_loop()
     try:
         until(lambda: len(run.ready) == PROCESSES, 60, "the writers never started", writers)
+        # a session is stored with its first append: follow it from then on
+        until(
+            lambda: {r["s"] for r in run.acks()} >= set(sessions),
+            60,
+            "the writers never got under way",
+            writers,
+        )
         followers = threading.Thread(
             target=lambda: followed.update(
                 loop.run_until_complete(follow_all(url, sessions, ends, seen))
@@ -148,16 +155,11 @@ def under_load(
         )
         followed: dict[str, list] = {}
         followers.start()
-        # every session has acknowledged appends, and its follower has seen some, before the
-        # fault
+        # a hundred appends acknowledged, and every follower under way, before the fault
         until(
-            lambda: (
-                {r["s"] for r in run.acks()} >= set(sessions)
-                and len(run.acks()) > 100
-                and all(seen.get(s) for s in sessions)
-            ),
+            lambda: len(run.acks()) > 100 and all(seen.get(s) for s in sessions),
             60,
-            "the writers never got under way",
+            "the followers never got under way",
             writers,
         )
         started = fault()
