@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import statistics
 import sys
@@ -57,9 +58,11 @@ def inject(cluster: patroni_cluster.Cluster, kind: str) -> None:
 
 async def one_fault(
     cluster: patroni_cluster.Cluster, kind: str, label: str
-) -> tuple[float, float, float]:
-    """(seconds to the first append started after the fault, appends/s in the 10 s before the
-    fault, in the 10 s after it)."""
+) -> tuple[float, float, float, float]:
+    """(seconds to the first append started after the fault, the longest pause between
+    acknowledgements after it, appends/s in the 10 s before the fault, in the 10 s after it).
+    The pause is the outage when the primary goes on for a while (etcd down: until it demotes
+    itself)."""
     await asyncio.to_thread(cluster.wait_healthy)
     acks: list[tuple[float, float]] = []  # (started, done)
     stop, recovered = asyncio.Event(), asyncio.Event()
@@ -93,9 +96,11 @@ async def one_fault(
         stop.set()
         await asyncio.gather(*writers)
     first = min(d for s, d in acks if s > fault_at) - fault_at
+    done = sorted(d for _, d in acks if d > fault_at - 1)
+    pause = max((b - a for a, b in itertools.pairwise(done)), default=0.0)
     before = sum(1 for _, d in acks if fault_at - 10 <= d < fault_at) / 10
     after = sum(1 for _, d in acks if fault_at <= d < fault_at + 10) / 10
-    return first, before, after
+    return first, pause, before, after
 
 
 async def sync_cost(synchronous: bool, rounds: int) -> dict[str, list[float]]:
@@ -128,12 +133,14 @@ async def run(faults: int, rounds: int, kinds: tuple[str, ...] = KINDS) -> None:
     try:
         await asyncio.to_thread(cluster.start)
         for kind in kinds:
-            firsts, during = [], []
+            firsts, pauses, during = [], [], []
             for i in range(faults):
-                first, before, after = await one_fault(cluster, kind, f"{kind}{i}")
+                first, pause, before, after = await one_fault(cluster, kind, f"{kind}{i}")
                 firsts.append(first)
+                pauses.append(pause)
                 during.append((before, after))
             print(f"patroni {kind:>10}: first append after the fault {summary(firsts, _s)}")
+            print(f"patroni {kind:>10}: longest pause in appends {summary(pauses, _s)}")
             if kind == "switchover":
                 b = statistics.median(x for x, _ in during)
                 a = statistics.median(y for _, y in during)

@@ -223,7 +223,7 @@ class Cluster:
                 "use_pg_rewind": True,
                 "parameters": {
                     "shared_buffers": "16MB",
-                    "max_connections": 60,
+                    "max_connections": 200,  # writer processes and followers reconnecting at once
                     "max_wal_senders": 6,
                     "max_replication_slots": 6,
                     "wal_keep_size": "64MB",

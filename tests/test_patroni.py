@@ -41,6 +41,9 @@ PROCESSES, TASKS = 4, 4
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group("patroni"),
+    # Known (CHANGELOG, "Known"): connections of a frozen primary that the store gave up are now
+    # and then collected unclosed by asyncpg; shown, not raised, like the known pool leak
+    pytest.mark.filterwarnings("default::pytest.PytestUnraisableExceptionWarning"),
     pytest.mark.skipif(
         not patroni_cluster.available(), reason=patroni_cluster.missing() or "available"
     ),
