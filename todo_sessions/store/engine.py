@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .._redact import mask_url
 from ..errors import NamespaceError, StoreError
+from .connecting import COMMAND_TIMEOUT, HOST_CONNECT_TIMEOUT, connect_each_host, tries_each_host
 
 __all__ = [
     "HostChoice",
@@ -200,6 +201,17 @@ def _libpq_parameters(query: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+def _command_timeout(value: Any) -> float | None:
+    """``command_timeout=`` of a multi-host URL: seconds, 0 for none; `COMMAND_TIMEOUT` unset."""
+    if value is None:
+        return COMMAND_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("command_timeout in the database URL must be a number") from None
+    return seconds if seconds > 0 else None
+
+
 def _postgres_url(
     parsed: URL, names: dict[str, str], given: str, hosts: tuple[tuple[str, int], ...]
 ) -> StoreURL:
@@ -215,6 +227,9 @@ def _postgres_url(
     if hosts:
         args["host"] = [h for h, _ in hosts]
         args["port"] = [p for _, p in hosts]
+        # an unresponsive host is given up within bounded times (store/connecting.py)
+        args.setdefault("timeout", HOST_CONNECT_TIMEOUT)
+        args["command_timeout"] = _command_timeout(query.pop("command_timeout", None))
     pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
     if pooler:
         # Transaction pooling hands each transaction to any server connection: nothing may
@@ -390,6 +405,8 @@ class HostChoice:
             "prefer-standby",
         ):
             cparams["target_session_attrs"] = "read-write"
+        if tries_each_host(cparams):  # each host within its own timeout (store/connecting.py)
+            cparams["async_creator_fn"] = connect_each_host
 
 
 def _flag(value: Any, name: str) -> bool:
