@@ -117,6 +117,14 @@ def test_the_groups_options_are_checked_alike(args: list[str], option: str) -> N
     assert result.output.strip().startswith(f"error: {option} must "), result.output
 
 
+@pytest.mark.parametrize("timeout", ["nan", "inf", "1e400", "-5", "0", "x"])
+def test_a_connect_timeout_in_the_url_is_checked(timeout: str) -> None:
+    url = f"postgresql://nobody@127.0.0.1:1/db?connect_timeout={timeout}"
+    result = CliRunner().invoke(main, ["--db", url, "list"])
+    assert result.exit_code == 2, result.output
+    assert "connect_timeout in the database URL must be seconds above 0" in result.output
+
+
 def test_the_largest_values_still_run(db: str) -> None:
     for args in (
         ["list", "--limit", MAX],
