@@ -7,6 +7,7 @@ deadlock upgrading a read lock). A new database file is created 0600, in directo
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -197,7 +198,11 @@ def _libpq_parameters(query: dict[str, Any]) -> dict[str, Any]:
         try:
             args["timeout"] = float(query.pop("connect_timeout"))
         except ValueError:
-            raise ValueError("connect_timeout in the database URL must be a number") from None
+            args["timeout"] = math.nan
+        if not 0 < args["timeout"] <= 86_400:  # nan, inf, 0 and below too
+            raise ValueError(
+                "connect_timeout in the database URL must be seconds above 0, at most 86400"
+            )
     return args
 
 
