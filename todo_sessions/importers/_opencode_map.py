@@ -35,7 +35,8 @@ from ..core.types import (
     USER_MESSAGE,
 )
 from ..integrations._common import Batch, LogState
-from .base import compact_json, register_entry_type
+from ._vocabulary import OPENCODE_MESSAGE, OPENCODE_SESSION
+from .base import compact_json
 
 __all__ = [
     "MESSAGE_TYPE",
@@ -46,9 +47,9 @@ __all__ = [
     "todos_of",
 ]
 
-MESSAGE_TYPE = "opencode/message"
+MESSAGE_TYPE = OPENCODE_MESSAGE
 """One message, kept whole: ``{info, parts}`` as ``opencode export`` shows it."""
-SESSION_TYPE = "opencode/session"
+SESSION_TYPE = OPENCODE_SESSION
 """The session's info as ``opencode export`` shows it (``{info}``), and its database row
 (``row``) when it was read from one; a new one each time it changed."""
 PART_KINDS = frozenset(
@@ -68,9 +69,6 @@ PART_KINDS = frozenset(
     }
 )
 _ENDS_TURN_NOT = frozenset({"tool-calls", "unknown"})
-
-register_entry_type(MESSAGE_TYPE)
-register_entry_type(SESSION_TYPE)
 
 
 class OpencodeState(LogState):

@@ -51,11 +51,11 @@ from ..harness.tools import TodoWriteTool, ToolContext
 from ..harness.tools.todo_write import TODO_WRITE_PARAMETERS
 from ..store.store import SessionStore
 from ._common import MAX_TRIES, Batch, LogState, StoreHandle, now_ms
+from ._vocabulary import AGENTS_ITEM as ITEM_TYPE
+from ._vocabulary import AGENTS_RETRACT as RETRACT_TYPE
 
 __all__ = ["TAG", "TodoSessionsSession", "todo_write_tool"]
 
-ITEM_TYPE = "agents/item"
-RETRACT_TYPE = "agents/retract"
 TAG = "openai-agents"
 """The tag of the sessions this adapter writes."""
 
