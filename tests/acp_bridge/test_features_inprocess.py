@@ -380,3 +380,56 @@ async def test_the_harness_subagent_tool_for_a_subagents_client(tmp_path: Any) -
     assert loaded.of(child) == live_child
     await loader.aclose()
     await service.aclose()
+
+
+async def test_a_subagent_call_that_made_no_child_is_not_announced(tmp_path: Any) -> None:
+    """The call names a child the tool then refuses to make (a session of that id, not a
+    child of this one, exists): neither live nor replayed is it announced, nor relayed."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="It could not."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/r.db"
+
+    async def build(service: SessionService) -> tuple[TodoSessionsAgent, FakeConn]:
+        def tools() -> ToolRegistry:
+            registry = ToolRegistry()
+            registry.register(subagent.SubagentTool(service))
+            return registry
+
+        agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+        conn = FakeConn()
+        agent.on_connect(conn)
+        agent.client_capabilities_json = EVERYTHING
+        await agent.initialize(protocol_version=1)
+        return agent, conn
+
+    service = SessionService(SessionStore(url), strict=True)
+    agent, conn = await build(service)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    squatter = subagent.subagent_session_id(sid, "call_1_1")
+    await service.new(squatter, cwd=str(tmp_path))
+    service.get(squatter).append("session/meta", {"metadata": {"note": "not a child"}})
+    await service.close(squatter)
+    assert (await agent.prompt(session_id=sid, prompt=[Text("go")])).stop_reason == "end_turn"
+    live = conn.of(sid, prompts=False)
+    assert not [u for u in live if u["sessionUpdate"] == "subagent_update"]
+    assert conn.of(squatter) == []  # not relayed
+    (result,) = [u for u in live if u["sessionUpdate"] == "tool_call_update"]
+    assert result["status"] == "failed" and "exists already" in str(result["content"])
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded = await build(service)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    assert loaded.of(sid, prompts=False) == live
+    await loader.aclose()
+    await service.aclose()

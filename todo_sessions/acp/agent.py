@@ -79,7 +79,7 @@ from .mapping import SessionUpdate
 from .permissions import PermissionGate
 from .presenter import Presenter
 from .prompting import TurnForwarder
-from .replay import Replay, read_pages, send_page
+from .replay import Replay, child_ids, read_pages, send_page
 from .session_list import list_page, title_of
 from .session_ops import delete_session, fork_session
 from .usage import UsageTally, context_window
@@ -285,7 +285,14 @@ class TodoSessionsAgent:
         if session_id in self.service.live_ids():
             await self.service.flush(session_id)
         summary = await self._summary(session_id)
-        replay = Replay(self._mapper(), summary.title)
+        children = None
+        if self.features.subagents:
+            with client_errors(session_id):
+                children = await child_ids(self.service.store, session_id)
+        presenter = Presenter(
+            self.features, present_call=self._tools.present_call, children=children
+        )
+        replay = Replay(presenter, summary.title)
         with client_errors(session_id):
             pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
             async with contextlib.aclosing(pages) as reading:

@@ -97,7 +97,9 @@ async def _run_prompt(
 ) -> _sdk.PromptResponse:
     session_id = session.id
     mapper = agent._mappers[session_id]
-    relay = ChildRelay(agent.service, agent.features, agent._tools.present_call, agent._send)
+    relay = ChildRelay(
+        agent.service, agent.features, agent._tools.present_call, agent._send, parent=mapper
+    )
     for event in agent._backlog.pop(session_id, ()):  # the repair, before the turn
         for update in mapper.feed(event):
             await relay.send(session_id, update)
