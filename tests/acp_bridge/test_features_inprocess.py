@@ -433,3 +433,57 @@ async def test_a_subagent_call_that_made_no_child_is_not_announced(tmp_path: Any
     assert loaded.of(sid, prompts=False) == live
     await loader.aclose()
     await service.aclose()
+
+
+async def test_session_cancel_of_the_parent_cancels_its_running_child(tmp_path: Any) -> None:
+    """``session/cancel`` of a prompt whose ``subagent`` call is running: the child's turn
+    ends aborted, the parent's call is answered cancelled, both logs are well formed, and
+    the client is told the child went idle, cancelled."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.core.structure import check_structure
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="counting " * 200, delay=0.05),  # the child: slow
+        ]
+    )
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/x.db"), strict=True)
+
+    def tools() -> ToolRegistry:
+        registry = ToolRegistry()
+        registry.register(subagent.SubagentTool(service))
+        return registry
+
+    agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("go")]))
+    child = subagent.subagent_session_id(sid, "call_1_1")
+    for _ in range(500):
+        if any(u["sessionUpdate"] == "agent_message_chunk" for u in conn.of(child)):
+            break
+        await asyncio.sleep(0.01)
+    await agent.cancel(session_id=sid)
+    assert (await asyncio.wait_for(running, 20)).stop_reason == "cancelled"
+    await service.flush()
+    parent_log = (await service.store.read(sid)).events
+    child_log = (await service.store.read(child)).events
+    check_structure(parent_log)
+    check_structure(child_log)
+    assert parent_log[-1].data["reason"]["kind"] == "aborted"
+    assert child_log[-1].data["reason"]["kind"] == "aborted"
+    assert [c.status for c in await service.store.children(sid)] == ["aborted"]
+    subs = [u for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert [u["state"] for u in subs] == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "cancelled"},
+    ]
+    await agent.aclose()
+    await service.aclose()
