@@ -484,3 +484,10 @@ async def test_an_imported_child_with_an_open_turn_and_no_lease_is_interrupted(
             ("c1", "interrupted"),
             ("c2", "running"),
         ]
+
+
+def test_every_importer_origin_counts_as_imported() -> None:
+    from todo_sessions.importers import AGENTS
+    from todo_sessions.store.children import IMPORTED_ORIGINS
+
+    assert set(AGENTS) == IMPORTED_ORIGINS

@@ -24,7 +24,7 @@ ChildStatus = Literal["running", "completed", "failed", "aborted", "interrupted"
 
 _PAGE = 100
 
-IMPORTED_ORIGINS = frozenset(("claude-code", "codex"))
+IMPORTED_ORIGINS = frozenset(("claude-code", "codex", "opencode"))
 """The header ``origin`` of the logs `todo_sessions.importers` writes: copies of another
 agent's transcript, never owned here, so an open last turn without a lease is
 ``interrupted``, not ``running``."""
@@ -36,9 +36,9 @@ class ChildSession:
 
     ``status``: ``running`` while its last turn is open and its lease is live (or it has no
     lease and was not imported), ``interrupted`` when its owner is gone with the turn open
-    (its lease expired, or it has none and was imported: a Claude Code or Codex log, whose
-    agent this store cannot see, see `IMPORTED_ORIGINS`; or crash repair closed it), else
-    how its last turn ended: ``completed``, ``aborted`` or ``failed`` (an error,
+    (its lease expired, or it has none and was imported: a Claude Code, Codex or OpenCode
+    log, whose agent this store cannot see, see `IMPORTED_ORIGINS`; or crash repair closed
+    it), else how its last turn ended: ``completed``, ``aborted`` or ``failed`` (an error,
     ``max-tokens`` or any other end). ``open_todos``: the items of its
     current todo list that are pending or in progress.
     """
