@@ -487,3 +487,49 @@ async def test_session_cancel_of_the_parent_cancels_its_running_child(tmp_path: 
     ]
     await agent.aclose()
     await service.aclose()
+
+
+async def test_a_subagent_call_that_asks_permission_does_not_stall(tmp_path: Any) -> None:
+    """A ``subagent`` tool that needs the user's permission: the stream held for its
+    announcement is let go while the client is asked, so the call runs and is announced."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="12."),
+            ScriptedResponse(text="Counted."),
+        ]
+    )
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/p.db"), strict=True)
+
+    class Asked(FakeConn):
+        async def request_permission(self, **_: Any) -> Any:
+            from acp.schema import AllowedOutcome
+
+            return _sdk.RequestPermissionResponse(
+                outcome=AllowedOutcome(outcome="selected", option_id="allow-once")
+            )
+
+    def tools() -> ToolRegistry:
+        tool = subagent.SubagentTool(service)
+        tool.requires_permission = True  # type: ignore[attr-defined]
+        registry = ToolRegistry()
+        registry.register(tool)
+        return registry
+
+    agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+    conn = Asked()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    done = await asyncio.wait_for(agent.prompt(session_id=sid, prompt=[Text("go")]), 20)
+    assert done.stop_reason == "end_turn"
+    subs = [u["state"]["state"] for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert subs == ["running", "idle"]
+    await agent.aclose()
+    await service.aclose()

@@ -139,6 +139,8 @@ class TodoSessionsAgent:
         self._loop_model: dict[str, str] = {}
         """Per session in ``_session_loops``: the model value its loop runs."""
         self._cancel_asked: set[str] = set()
+        self._asking: set[tuple[str, str]] = set()
+        """(session id, call id) of the permission requests being asked."""
         """Sessions whose pending prompt ``$/cancel_request`` cancelled (until it answers)."""
         self._tools = PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None

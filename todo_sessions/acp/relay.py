@@ -60,11 +60,15 @@ class ChildRelay:
         present_call: PresentCall | None,
         send: Send,
         parent: Presenter | None = None,
+        asking: Callable[[str, str], bool] | None = None,
     ) -> None:
         """``parent``: the presenter of the prompt's session (it knows which call named each
-        child it announces)."""
+        child it announces); ``asking(session_id, call_id)``: whether the client is being
+        asked to allow that call (it may run: announced at once, the client's answer needs
+        the stream to move on)."""
         self._service = service
         self._parent = parent
+        self._asking = asking
         self._unstarted: set[str] = set()
         self._features = features
         self._present_call = present_call
@@ -140,6 +144,8 @@ class ChildRelay:
             events = await self._events(session_id, seq)
             if any(_closes(e, call_id) for e in events):
                 return await self._exists(session_id, child_id)
+            if self._asking is not None and self._asking(session_id, call_id):
+                return True
             await asyncio.sleep(_POLL)
         return True
 
