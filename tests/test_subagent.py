@@ -464,3 +464,30 @@ async def test_refusals_without_a_child(tmp_path: Path) -> None:
         again = await tools.execute("subagent", args, context)
         assert again.is_error and "exists already: not re-run" in again.text_content
         assert len(model.calls) == 1
+
+
+async def test_an_imported_child_with_an_open_turn_and_no_lease_is_interrupted(
+    tmp_path: Path,
+) -> None:
+    """A Claude Code or Codex log is imported as it was: a child whose last turn is open and
+    that no one holds is not running (its agent is gone); a session written without leases
+    by a live recorder (origin not an importer's) still counts as running."""
+    async with SessionService(SessionStore(f"sqlite:///{tmp_path}/i.db"), strict=True) as service:
+        await service.new("p", origin="claude-code")
+        for number, origin in enumerate(("claude-code", "codex", "claude-agent-sdk")):
+            child = await service.new(f"c{number}", parent="p", origin=origin)
+            child.append("turn/start", {"turn": 1})
+            await service.close(f"c{number}")  # no lease left
+        found = await service.store.children("p")
+        assert [(c.id, c.status) for c in found] == [
+            ("c0", "interrupted"),
+            ("c1", "interrupted"),
+            ("c2", "running"),
+        ]
+
+
+def test_every_importer_origin_counts_as_imported() -> None:
+    from todo_sessions.importers import AGENTS
+    from todo_sessions.store.children import IMPORTED_ORIGINS
+
+    assert set(AGENTS) == IMPORTED_ORIGINS

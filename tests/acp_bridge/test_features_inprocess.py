@@ -380,3 +380,156 @@ async def test_the_harness_subagent_tool_for_a_subagents_client(tmp_path: Any) -
     assert loaded.of(child) == live_child
     await loader.aclose()
     await service.aclose()
+
+
+async def test_a_subagent_call_that_made_no_child_is_not_announced(tmp_path: Any) -> None:
+    """The call names a child the tool then refuses to make (a session of that id, not a
+    child of this one, exists): neither live nor replayed is it announced, nor relayed."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="It could not."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/r.db"
+
+    async def build(service: SessionService) -> tuple[TodoSessionsAgent, FakeConn]:
+        def tools() -> ToolRegistry:
+            registry = ToolRegistry()
+            registry.register(subagent.SubagentTool(service))
+            return registry
+
+        agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+        conn = FakeConn()
+        agent.on_connect(conn)
+        agent.client_capabilities_json = EVERYTHING
+        await agent.initialize(protocol_version=1)
+        return agent, conn
+
+    service = SessionService(SessionStore(url), strict=True)
+    agent, conn = await build(service)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    squatter = subagent.subagent_session_id(sid, "call_1_1")
+    await service.new(squatter, cwd=str(tmp_path))
+    service.get(squatter).append("session/meta", {"metadata": {"note": "not a child"}})
+    await service.close(squatter)
+    assert (await agent.prompt(session_id=sid, prompt=[Text("go")])).stop_reason == "end_turn"
+    live = conn.of(sid, prompts=False)
+    assert not [u for u in live if u["sessionUpdate"] == "subagent_update"]
+    assert conn.of(squatter) == []  # not relayed
+    (result,) = [u for u in live if u["sessionUpdate"] == "tool_call_update"]
+    assert result["status"] == "failed" and "exists already" in str(result["content"])
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded = await build(service)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    assert loaded.of(sid, prompts=False) == live
+    await loader.aclose()
+    await service.aclose()
+
+
+async def test_session_cancel_of_the_parent_cancels_its_running_child(tmp_path: Any) -> None:
+    """``session/cancel`` of a prompt whose ``subagent`` call is running: the child's turn
+    ends aborted, the parent's call is answered cancelled, both logs are well formed, and
+    the client is told the child went idle, cancelled."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.core.structure import check_structure
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="counting " * 200, delay=0.05),  # the child: slow
+        ]
+    )
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/x.db"), strict=True)
+
+    def tools() -> ToolRegistry:
+        registry = ToolRegistry()
+        registry.register(subagent.SubagentTool(service))
+        return registry
+
+    agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("go")]))
+    child = subagent.subagent_session_id(sid, "call_1_1")
+    for _ in range(500):
+        if any(u["sessionUpdate"] == "agent_message_chunk" for u in conn.of(child)):
+            break
+        await asyncio.sleep(0.01)
+    await agent.cancel(session_id=sid)
+    assert (await asyncio.wait_for(running, 20)).stop_reason == "cancelled"
+    await service.flush()
+    parent_log = (await service.store.read(sid)).events
+    child_log = (await service.store.read(child)).events
+    check_structure(parent_log)
+    check_structure(child_log)
+    assert parent_log[-1].data["reason"]["kind"] == "aborted"
+    assert child_log[-1].data["reason"]["kind"] == "aborted"
+    assert [c.status for c in await service.store.children(sid)] == ["aborted"]
+    subs = [u for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert [u["state"] for u in subs] == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "cancelled"},
+    ]
+    await agent.aclose()
+    await service.aclose()
+
+
+async def test_a_subagent_call_that_asks_permission_does_not_stall(tmp_path: Any) -> None:
+    """A ``subagent`` tool that needs the user's permission: the stream held for its
+    announcement is let go while the client is asked, so the call runs and is announced."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="12."),
+            ScriptedResponse(text="Counted."),
+        ]
+    )
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/p.db"), strict=True)
+
+    class Asked(FakeConn):
+        async def request_permission(self, **_: Any) -> Any:
+            from acp.schema import AllowedOutcome
+
+            return _sdk.RequestPermissionResponse(
+                outcome=AllowedOutcome(outcome="selected", option_id="allow-once")
+            )
+
+    def tools() -> ToolRegistry:
+        tool = subagent.SubagentTool(service)
+        tool.requires_permission = True  # type: ignore[attr-defined]
+        registry = ToolRegistry()
+        registry.register(tool)
+        return registry
+
+    agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+    conn = Asked()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    done = await asyncio.wait_for(agent.prompt(session_id=sid, prompt=[Text("go")]), 20)
+    assert done.stop_reason == "end_turn"
+    subs = [u["state"]["state"] for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert subs == ["running", "idle"]
+    await agent.aclose()
+    await service.aclose()

@@ -79,7 +79,7 @@ from .mapping import SessionUpdate
 from .permissions import PermissionGate
 from .presenter import Presenter
 from .prompting import TurnForwarder
-from .replay import Replay, read_pages, send_page
+from .replay import Replay, child_ids, read_pages, send_page
 from .session_list import list_page, title_of
 from .session_ops import delete_session, fork_session
 from .usage import UsageTally, context_window
@@ -139,6 +139,8 @@ class TodoSessionsAgent:
         self._loop_model: dict[str, str] = {}
         """Per session in ``_session_loops``: the model value its loop runs."""
         self._cancel_asked: set[str] = set()
+        self._asking: set[tuple[str, str]] = set()
+        """(session id, call id) of the permission requests being asked."""
         """Sessions whose pending prompt ``$/cancel_request`` cancelled (until it answers)."""
         self._tools = PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None
@@ -285,7 +287,14 @@ class TodoSessionsAgent:
         if session_id in self.service.live_ids():
             await self.service.flush(session_id)
         summary = await self._summary(session_id)
-        replay = Replay(self._mapper(), summary.title)
+        children = None
+        if self.features.subagents:
+            with client_errors(session_id):
+                children = await child_ids(self.service.store, session_id)
+        presenter = Presenter(
+            self.features, present_call=self._tools.present_call, children=children
+        )
+        replay = Replay(presenter, summary.title)
         with client_errors(session_id):
             pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
             async with contextlib.aclosing(pages) as reading:

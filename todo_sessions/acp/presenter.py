@@ -11,7 +11,7 @@ same updates, as wire JSON, in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..core.envelope import SessionEvent
@@ -33,12 +33,18 @@ class Presenter:
     __slots__ = ("_compacting", "_subagents", "features", "mapper")
 
     def __init__(
-        self, features: ClientFeatures | None = None, *, present_call: PresentCall | None = None
+        self,
+        features: ClientFeatures | None = None,
+        *,
+        present_call: PresentCall | None = None,
+        children: Collection[str] | None = None,
     ) -> None:
+        """``children``: the child sessions that exist (a replay's; None: live, every child
+        a call names is announced, the relay holding back those never started)."""
         self.features = features or ClientFeatures()
         self.mapper = UpdateMapper(present_call=present_call)
         self._compacting = False
-        self._subagents = SubagentCalls()
+        self._subagents = SubagentCalls(None if children is None else children.__contains__)
 
     def feed(self, event: SessionEvent) -> list[dict[str, Any]]:
         """The updates ``event`` shows the client (often none), as wire JSON."""
@@ -60,6 +66,10 @@ class Presenter:
         elif features.subagents and kind in (TOOL_CALL, TOOL_RESULT):
             wire = wire + self._subagents.updates(event, wire)
         return wire
+
+    def subagent_call(self, child_id: str) -> tuple[str, int] | None:
+        """The call id and seq of the ``tool/call`` that announced ``child_id``, if any."""
+        return self._subagents.calls.get(child_id)
 
     def plan(self, todos: Sequence[TodoItem]) -> dict[str, Any]:
         """The todo list sent again at the start of a prompt, as this client wants it."""

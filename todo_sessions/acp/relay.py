@@ -8,6 +8,11 @@ the same service): its events are taken from the live session as they are append
 store once it is no longer live. Before the announcement that the child is idle, everything
 the child logged is sent. Announcement first, then the child's traffic, then idle: the order
 ``subagent_update`` asks for.
+
+A call names its child before the tool runs, and the tool may refuse it (no child is ever
+made): the announcement is held (and the parent's stream behind it, so the order stays the
+replay's) until the child exists or the call's result is logged; a call that made no child
+is announced neither running nor idle.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from .._service import SessionService
 from ..core.envelope import SessionEvent
+from ..core.types import TOOL_RESULT, TURN_END
 from ..errors import TodoSessionsError
 from .capabilities import ClientFeatures
 from .presenter import Presenter
@@ -53,8 +59,17 @@ class ChildRelay:
         features: ClientFeatures,
         present_call: PresentCall | None,
         send: Send,
+        parent: Presenter | None = None,
+        asking: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """``parent``: the presenter of the prompt's session (it knows which call named each
+        child it announces); ``asking(session_id, call_id)``: whether the client is being
+        asked to allow that call (it may run: announced at once, the client's answer needs
+        the stream to move on)."""
         self._service = service
+        self._parent = parent
+        self._asking = asking
+        self._unstarted: set[str] = set()
         self._features = features
         self._present_call = present_call
         self._send = send
@@ -68,7 +83,14 @@ class ChildRelay:
             return
         child_id = update["sessionId"]
         state = (update.get("state") or {}).get("state")
+        running = state == "running" and child_id not in self._children
+        if running and not await self._started(session_id, child_id):
+            self._unstarted.add(child_id)
+            return
         if state == "idle":
+            if child_id in self._unstarted:
+                self._unstarted.discard(child_id)
+                return
             await self.finish(child_id)
         await self._send(session_id, update)
         if state == "running" and child_id not in self._children:
@@ -90,6 +112,42 @@ class ChildRelay:
         """Finish every child still relayed."""
         for child_id in list(self._children):
             await self.finish(child_id)
+
+    def _call_of(self, child_id: str) -> tuple[str, int] | None:
+        presenters = [c.presenter for c in self._children.values()]
+        for presenter in [self._parent, *presenters]:
+            call = None if presenter is None else presenter.subagent_call(child_id)
+            if call is not None:
+                return call
+        return None
+
+    async def _exists(self, session_id: str, child_id: str) -> bool:
+        """Whether ``child_id`` exists as a child of ``session_id`` (a session of that id
+        with another parent is not the call's)."""
+        service = self._service
+        if child_id in service.live_ids():
+            return service.get(child_id).header.parent_session == session_id
+        try:
+            header = await service.store.header(child_id)
+        except TodoSessionsError:
+            return False
+        return header.parent_session == session_id
+
+    async def _started(self, session_id: str, child_id: str) -> bool:
+        """Whether the call announcing ``child_id`` on ``session_id`` made it: waits until
+        the child exists or the call's ``tool/result`` is logged."""
+        call = self._call_of(child_id)
+        if call is None:
+            return True
+        call_id, seq = call
+        while not await self._exists(session_id, child_id):
+            events = await self._events(session_id, seq)
+            if any(_closes(e, call_id) for e in events):
+                return await self._exists(session_id, child_id)
+            if self._asking is not None and self._asking(session_id, call_id):
+                return True
+            await asyncio.sleep(_POLL)
+        return True
 
     async def _relay(self, child_id: str, child: _Child) -> None:
         unsubscribe: Callable[[], None] | None = None
@@ -128,3 +186,13 @@ class ChildRelay:
             return await service.store.read_from(child_id, from_seq)
         except TodoSessionsError:  # not created yet, or gone
             return []
+
+
+def _closes(event: SessionEvent, call_id: str) -> bool:
+    """Whether ``event`` is the result of call ``call_id`` or the end of its turn."""
+    if event.type == TURN_END:
+        return True
+    if event.type != TOOL_RESULT:
+        return False
+    source = (event.data.get("message") or {}).get("source") or {}
+    return source.get("callId") == call_id

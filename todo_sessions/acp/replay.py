@@ -19,7 +19,20 @@ from .listing import first_line
 from .presenter import Presenter
 from .usage import UsageTally
 
-__all__ = ["Replay", "read_pages", "send_page"]
+__all__ = ["Replay", "child_ids", "read_pages", "send_page"]
+
+_LIST_PAGE = 100
+
+
+async def child_ids(store: SessionStore, session_id: str) -> set[str]:
+    """The ids of the sessions whose header names ``session_id`` as parent (its children and
+    forks): a replay announces only the subagent calls that made a child."""
+    ids: set[str] = set()
+    page = await store.list(parent=session_id, limit=_LIST_PAGE)
+    while page:
+        ids.update(s.id for s in page)
+        page = await store.list(parent=session_id, limit=_LIST_PAGE, before=page[-1])
+    return ids
 
 
 async def read_pages(

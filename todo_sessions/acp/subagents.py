@@ -8,11 +8,17 @@ with its stop reason: ``end_turn``, ``cancelled`` when the call was cancelled or
 else ``error`` with the result's text. Live and on replay alike (the announcement keeps its
 place in the parent's log); the child's own updates go on the child's session id
 (`todo_sessions.acp.relay`).
+
+A call the tool refused (or that never ran) started no child: it is announced neither
+running nor idle. A replay is told which children exist (``exists``); live, the relay holds
+the announcement until the child exists or the call's result is logged
+(`todo_sessions.acp.relay.ChildRelay`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..core.envelope import SessionEvent
@@ -76,10 +82,14 @@ def _idle(data: dict[str, Any], failed: bool) -> dict[str, Any]:
 class SubagentCalls:
     """The subagent calls of one session shown to a client so far (call id → child id)."""
 
-    __slots__ = ("children",)
+    __slots__ = ("calls", "children", "exists")
 
-    def __init__(self) -> None:
+    def __init__(self, exists: Callable[[str], bool] | None = None) -> None:
         self.children: dict[str, str] = {}
+        self.calls: dict[str, tuple[str, int]] = {}
+        """Child id -> the call id and seq of the ``tool/call`` that announced it."""
+        self.exists = exists
+        """Whether a child session exists (None: announce every child named)."""
 
     def updates(self, event: SessionEvent, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ``subagent_update`` that follows ``shown`` (the event's own wire updates)."""
@@ -87,9 +97,11 @@ class SubagentCalls:
             return []
         if event.type == TOOL_CALL:
             child = child_of(event)
-            if child is None:
+            if child is None or (self.exists is not None and not self.exists(child)):
                 return []
-            self.children[str(event.data.get("callId"))] = child
+            call_id = str(event.data.get("callId"))
+            self.children[call_id] = child
+            self.calls[child] = (call_id, event.seq)
             update: dict[str, Any] = {"sessionUpdate": "subagent_update", "sessionId": child}
             title = _title(event.data.get("arguments"))
             if title is not None:

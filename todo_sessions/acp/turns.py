@@ -97,7 +97,14 @@ async def _run_prompt(
 ) -> _sdk.PromptResponse:
     session_id = session.id
     mapper = agent._mappers[session_id]
-    relay = ChildRelay(agent.service, agent.features, agent._tools.present_call, agent._send)
+    relay = ChildRelay(
+        agent.service,
+        agent.features,
+        agent._tools.present_call,
+        agent._send,
+        parent=mapper,
+        asking=lambda sid, call_id: (sid, call_id) in agent._asking,
+    )
     for event in agent._backlog.pop(session_id, ()):  # the repair, before the turn
         for update in mapper.feed(event):
             await relay.send(session_id, update)
@@ -130,10 +137,16 @@ async def ask_permission(
     if name in agent._always.get(session_id, ()):
         return None
     forwarder = agent._forwarders.get(session_id)
-    if forwarder is not None:
-        await forwarder.queue.join()  # the client has been shown the tool_call it is asked
-    shown = agent._tools.present_call(name, args)
-    refused, always = await ask_client(agent._conn, session_id, context.call_id, name, args, shown)
+    asking = (session_id, context.call_id)
+    agent._asking.add(asking)  # a relay holding the stream for this call lets it go
+    try:
+        if forwarder is not None:
+            await forwarder.queue.join()  # the client has been shown the tool_call it is asked
+        shown = agent._tools.present_call(name, args)
+        conn = agent._conn
+        refused, always = await ask_client(conn, session_id, context.call_id, name, args, shown)
+    finally:
+        agent._asking.discard(asking)
     if always:
         agent._always.setdefault(session_id, set()).add(name)
     return refused

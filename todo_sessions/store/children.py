@@ -18,11 +18,16 @@ from ..core.types import TURN_END, TURN_START
 from .leases import LeaseHolder
 from .results import SessionSummary
 
-__all__ = ["ChildReads", "ChildSession", "ChildStatus", "list_children"]
+__all__ = ["IMPORTED_ORIGINS", "ChildReads", "ChildSession", "ChildStatus", "list_children"]
 
 ChildStatus = Literal["running", "completed", "failed", "aborted", "interrupted"]
 
 _PAGE = 100
+
+IMPORTED_ORIGINS = frozenset(("claude-code", "codex", "opencode"))
+"""The header ``origin`` of the logs `todo_sessions.importers` writes: copies of another
+agent's transcript, never owned here, so an open last turn without a lease is
+``interrupted``, not ``running``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +35,11 @@ class ChildSession:
     """One entry of `SessionStore.children`.
 
     ``status``: ``running`` while its last turn is open and its lease is live (or it has no
-    lease), ``interrupted`` when its owner is gone with the turn open (before or after crash
-    repair closed it), else how its last turn ended: ``completed``, ``aborted`` or
-    ``failed`` (an error, ``max-tokens`` or any other end). ``open_todos``: the items of its
+    lease and was not imported), ``interrupted`` when its owner is gone with the turn open
+    (its lease expired, or it has none and was imported: a Claude Code, Codex or OpenCode
+    log, whose agent this store cannot see, see `IMPORTED_ORIGINS`; or crash repair closed
+    it), else how its last turn ended: ``completed``, ``aborted`` or ``failed`` (an error,
+    ``max-tokens`` or any other end). ``open_todos``: the items of its
     current todo list that are pending or in progress.
     """
 
@@ -104,8 +111,7 @@ async def list_children(
         if last is not None and last.type == TURN_END:
             status = _ENDS.get(last.data.get("reason", {}).get("kind"), "failed")
         else:
-            holder = holders.get(summary.id)
-            status = "running" if holder is None or holder.live(now) else "interrupted"
+            status = _open_status(holders.get(summary.id), header, now)
         todos = await store.current_todos(summary.id) or []
         found.append(
             ChildSession(
@@ -121,3 +127,10 @@ async def list_children(
         )
     found.sort(key=lambda c: (c.created_at, c.id))
     return found
+
+
+def _open_status(holder: LeaseHolder | None, header: SessionHeader, now: int) -> ChildStatus:
+    """The status of a child whose last turn is open."""
+    if holder is not None:
+        return "running" if holder.live(now) else "interrupted"
+    return "interrupted" if header.origin in IMPORTED_ORIGINS else "running"
