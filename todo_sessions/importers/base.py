@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -229,6 +229,8 @@ class _Plan:
 
     good: list[tuple[int, dict[str, Any], str]]
     bad: dict[int, str]
+    known: int = 0
+    """How many good lines are of a kind the mapping knows."""
     text_only: dict[int, str] = field(default_factory=dict)
     """Lines whose JSON (a lone surrogate, ``-0.0``, ``NaN``) or typed events cannot be
     stored: kept as text only, in an ``import/verbatim`` event of their own."""
@@ -248,6 +250,8 @@ def _plan(importer: Importer, read: _Read, result: FileResult, max_line: int) ->
         kind, known = importer.kind_known(entry)
         if not known:
             result.unknown_kinds.setdefault(kind, number)
+        else:
+            plan.known += 1
         plan.good.append((number, entry, text))
     return plan
 
@@ -382,7 +386,7 @@ async def _import_once(
         return result
     plan = _plan(importer, read, result, max_line)
     _warn_bad(result, plan.bad, read.partial)
-    if state is None and not plan.good:
+    if state is None and not plan.known:  # a new session starts with a line of a known kind
         if read.lines:
             result.status = "error"
             result.message = f"{source.path}: no line in the {importer.name} format"
@@ -448,8 +452,13 @@ async def import_paths(
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[FileResult]:
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
-    default location when None), parents before children; one `FileResult` per file."""
+    default location when None), parents before children; one `FileResult` per file. An
+    importer with an ``import_paths(store, paths, *, max_line_bytes)`` method of its own
+    (sessions that are not JSONL files) does the work itself."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
+    custom = getattr(importer, "import_paths", None)
+    if custom is not None:  # an agent whose sessions are not JSONL files (opencode's database)
+        return cast(list[FileResult], await custom(store, roots, max_line_bytes=max_line_bytes))
     sources = await asyncio.to_thread(importer.discover, roots)
     return [
         await import_file(store, importer, source, max_line_bytes=max_line_bytes)
