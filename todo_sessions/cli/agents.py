@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ._render import safe
 __all__ = ["export_agent", "import_agent", "importer_of"]
 
 _ERRORS = ("error", "rewritten", "conflict")
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _PARTIAL = "skipped for now"
 
 
@@ -148,6 +150,8 @@ def import_agent(
     async def following(store: SessionStore) -> None:
         stop = asyncio.Event()
         with _stopped_by_signals(stop):
+            if early.is_set():  # a signal while the store opened
+                stop.set()
             await follow(
                 store,
                 importer,
@@ -158,10 +162,18 @@ def import_agent(
                 max_line_bytes=max_line_bytes,
             )
 
+    early = threading.Event()
     if follow_:
+        previous = {s: signal.signal(s, lambda *_: early.set()) for s in _SIGNALS}
         where = ", ".join(str(p) for p in (roots or importer.default_paths()))
         click.echo(safe(f"following {agent} sessions in {where} (Ctrl-C stops)"), err=True)
-    ctx.run(following if follow_ else once)
+        try:
+            ctx.run(following)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    else:
+        ctx.run(once)
     report.finish()
     if report.errors:
         sys.exit(1)
@@ -173,7 +185,7 @@ def _stopped_by_signals(stop: asyncio.Event) -> Iterator[None]:
     pass under way finishes, one more runs, the command reports and exits 0."""
     loop = asyncio.get_running_loop()
     installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _SIGNALS:
         with suppress(NotImplementedError, RuntimeError):  # not on this platform / thread
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
