@@ -37,10 +37,10 @@ from .base import (
     SourceFile,
     export_lines,
     import_file,
-    import_paths,
     register_entry_type,
 )
 from .codex import CodexImporter
+from .paths import import_paths
 
 __all__ = [
     "AGENTS",

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..store.store import SessionStore
-from .base import MAX_LINE_BYTES, FileResult, Importer, SourceFile, import_file, import_paths
+from .base import MAX_LINE_BYTES, FileResult, Importer, SourceFile, import_file
+from .paths import import_paths
 
 __all__ = ["DEFAULT_INTERVAL", "Follower", "follow"]
 
