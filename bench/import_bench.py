@@ -22,8 +22,9 @@ Rows, in the same round, alternating which goes first:
 - import: `import_paths` with the agent's importer into a new SQLite file store (the whole
   pipeline: discovery, reading, mapping, the appends, the search index).
 
-Reported per agent: lines/s of each (median over rounds, p25-p75 spread), import / read, and
-the load average before and after.
+Reported per agent: lines/s of each (median over rounds, p25-p75 spread), import / read in
+wall time and in CPU time of the process (all threads: steadier on a busy machine), and the
+load average before and after.
 
 Follow latency (``--follow-lines``, codex): ``todo-sessions import --from codex --follow`` runs
 as a real subprocess on a new rollout file (its default ``--interval`` unless given); one line
@@ -119,11 +120,13 @@ async def import_all(agent: str, root: Path, db: Path) -> int:
     return sum(r.lines for r in results)
 
 
-def timed(fn: Callable[[], int]) -> tuple[float, int]:
+def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds of this process (every thread: the store's writer too) and
+    the lines ``fn`` counted. On a busy machine the CPU time is the steadier figure."""
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     lines = fn()
-    return time.perf_counter() - start, lines
+    return time.perf_counter() - start, time.process_time() - cpu, lines
 
 
 def spread(values: list[float]) -> str:
@@ -146,21 +149,27 @@ def throughput(agent: str, sessions: int, rounds: int) -> None:
         print(f"{agent}: {sessions:,} sessions, {total:,} lines; load {load()}", flush=True)
         reads: list[float] = []
         imports: list[float] = []
+        cpu: dict[str, list[float]] = {"read": [], "import": []}
         for r in range(rounds):
             order = ["read", "import"] if r % 2 == 0 else ["import", "read"]
             for what in order:
                 if what == "read":
-                    seconds, lines = timed(lambda: read_all(root))
+                    seconds, used, lines = timed(lambda: read_all(root))
                     reads.append(lines / seconds)
                 else:
                     db = Path(tmp) / f"store-{r}.db"
-                    seconds, lines = timed(lambda db=db: asyncio.run(import_all(agent, root, db)))
+                    seconds, used, lines = timed(
+                        lambda db=db: asyncio.run(import_all(agent, root, db))
+                    )
                     imports.append(lines / seconds)
+                cpu[what].append(used)
                 assert lines == total, (what, lines, total)
         ratios = [a / b for a, b in zip(reads, imports, strict=True)]
+        cpu_ratios = [i / r for r, i in zip(cpu["read"], cpu["import"], strict=True)]
         print(f"  read + json.loads: {spread(reads)}")
         print(f"  import:            {spread(imports)}")
-        print(f"  import / read:     {statistics.median(ratios):.1f}x; load {load()}", flush=True)
+        print(f"  import / read:     {statistics.median(ratios):.1f}x wall, ", end="")
+        print(f"{statistics.median(cpu_ratios):.1f}x CPU; load {load()}", flush=True)
 
 
 async def _stored(store: SessionStore, session_id: str) -> int:
