@@ -28,7 +28,8 @@ load average before and after.
 
 Follow latency (``--follow-lines``, codex): ``todo-sessions import --from codex --follow`` runs
 as a real subprocess on a new rollout file (its default ``--interval`` unless given); one line
-at a time is appended, and this process polls the store every 2 ms until the line's event is
+at a time is appended (each after a random pause of up to 0.5 s, so that lines land anywhere
+in the follower's cycle), and this process polls the store every 2 ms until the line's event is
 there: the time from the write to the event seen stored (median, p90, max).
 """
 
@@ -182,7 +183,10 @@ async def _stored(store: SessionStore, session_id: str) -> int:
 async def _latencies(db: Path, path: Path, lines: list[str], session_id: str) -> list[float]:
     seen: list[float] = []
     async with SessionStore(f"sqlite:///{db}") as store:
+        rng = random.Random(11)
         for n, line in enumerate(lines, start=1):
+            # at a random moment of the follower's cycle, not just after its last pass
+            await asyncio.sleep(rng.uniform(0, 0.5))
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(line + "\n")
             written = time.perf_counter()
