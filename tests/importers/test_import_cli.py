@@ -286,3 +286,23 @@ def test_follow_imports_lines_as_the_agent_writes_them(tmp_path: Path, stop: int
     assert export(db, "codex", CODEX) == CODEX_FILE.read_bytes()
     again = cli(db, "import", "--from", "codex", str(tmp_path / "sessions"))
     assert again.stdout == "imported 0 codex lines: 0 new sessions, 0 grown\n"
+
+
+async def test_a_follower_pass_reads_only_the_files_that_changed(tmp_path: Path) -> None:
+    from todo_sessions.importers import CodexImporter
+    from todo_sessions.importers.follow import Follower
+
+    shutil.copytree(FIXTURES / "codex", tmp_path / "codex")
+    [path] = (tmp_path / "codex").rglob(CODEX_FILE.name)
+    whole = lines(path)
+    path.write_bytes(b"".join(whole[:-1]))
+    async with SessionStore("sqlite://") as store:
+        follower = Follower(store, CodexImporter(), [tmp_path / "codex"])
+        first = await follower.poll()
+        assert sorted(r.status for r in first) == ["created", "created"]
+        assert await follower.poll() == []  # nothing changed: nothing read
+        with path.open("ab") as handle:
+            handle.write(whole[-1])
+        [grown] = await follower.poll()
+        assert (grown.session_id, grown.status, grown.lines) == (CODEX, "appended", 1)
+        assert await store.count(CODEX, type="codex/entry") == len(whole)
