@@ -168,7 +168,8 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
     type=COUNT,
     default=MAX_LINE_BYTES,
     show_default=True,
-    help="Refuse a file with a line longer than this (nothing is written).",
+    help="Refuse a file with a line longer than this (nothing is written); with --from, "
+    "skip such a line with a warning.",
 )
 @click.option(
     "--max-bytes",
