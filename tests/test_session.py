@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
 
 from todo_sessions import InvalidEventError, Session, SessionEvent, SessionHeader, StructureError
+from todo_sessions.core.compaction import PendingEvent
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos, standing_plan
 
@@ -115,6 +116,25 @@ def test_append_from_inside_a_subscriber_is_refused() -> None:
     session.subscribe(reentrant)
     session.append("turn/start", {"turn": 1})
     assert len(errors) == 1 and "subscriber" in str(errors[0])
+    assert len(session.events) == 1
+
+
+def test_append_all_from_inside_a_subscriber_is_refused() -> None:
+    session = Session(HEADER)
+    errors: list[BaseException] = []
+
+    def reentrant(event: SessionEvent) -> None:
+        try:
+            session.append_all([PendingEvent("todo/write", {"todos": []})])
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    session.subscribe(reentrant)
+    session.append("turn/start", {"turn": 1})
+    assert [str(e) for e in errors] == [
+        "session 'live': append from inside a subscriber is not allowed (subscribers must see "
+        "events in log order)"
+    ]
     assert len(session.events) == 1
 
 

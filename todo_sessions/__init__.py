@@ -110,6 +110,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "recover",
     ),
     "._service": ("SessionService",),
+    "._vocabularies": ("load_vocabularies",),
     "._session": ("Session",),
     ".store.children": ("ChildSession",),
     ".store.leases": (
@@ -151,6 +152,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from ._recovery import recover as recover
     from ._service import SessionService as SessionService
     from ._session import Session as Session
+    from ._vocabularies import load_vocabularies as load_vocabularies
     from .core.catalog import EVENT_TYPES as EVENT_TYPES
     from .core.catalog import FORMAT_VERSION as FORMAT_VERSION
     from .core.catalog import EventType as EventType

@@ -29,6 +29,7 @@ from ._filecheck import (
     numbered_lines,
 )
 from ._filecheck import line_error as _fail
+from ._vocabularies import known
 from .core.catalog import FORMAT_VERSION, validate_event
 from .core.envelope import SessionEvent
 from .core.header import KIND, SessionHeader, header_line, shown
@@ -98,6 +99,7 @@ def event_lines(
             continue
         try:
             event = SessionEvent.from_json(text)
+            known(event.type)  # an unregistered type: every installed vocabulary loads once
             validate_event(event)
         except InvalidEventError as exc:
             raise _fail(number, str(exc), exc) from None

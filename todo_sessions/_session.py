@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from ._vocabularies import known
 from .core.checkpoint import LiveState
 from .core.compaction import (
     DEFAULT_PLACEHOLDER,
@@ -217,6 +218,7 @@ class Session:
         return event
 
     def _commit(self, event: SessionEvent, *, check_structure: bool) -> None:
+        known(event.type)  # an unregistered type: every installed vocabulary loads once
         self._state.apply(event, check_structure=check_structure)
         self._events.append(event)
         self._track_step(event)
@@ -306,6 +308,7 @@ class Session:
                 surface_op=item.surface_op,
                 source_event_seqs=item.source_event_seqs,
             )
+            known(event.type)
             trial.apply(event, check_structure=self.strict)
             events.append(event)
         self._state = trial

@@ -2,9 +2,12 @@
 
 See docs/format.md, "The catalog".
 
-Embedders add their own types with `register_event_type`. `validate_event` checks an event
-against the registry, the surface rules that need no other event (docs/format.md, "Surface
-rules"), and the durable rules of ``todo/write`` (docs/format.md, "Todos"). Each model is also
+These are the log format's own types: the core knows nothing of the code built on it, so the
+adapters' types (``claude/entry``, ``agents/*``, ``codex/entry``, ...) register from the
+adapters' side, and embedders add their own, with `register_event_type` (docs/format.md,
+"Vocabularies"). `validate_event` checks an event against the registry, the surface rules that
+need no other event (docs/format.md, "Surface rules"), and the durable rules of ``todo/write``
+(docs/format.md, "Todos"). Each model is also
 compiled into a fast check (`fastcheck`) when it is registered; the model itself validates
 only payloads the fast check cannot vouch for, so it stays the source of every error.
 """
@@ -342,34 +345,3 @@ def validate_event(event: SessionEvent) -> None:
 
 # The rest of the reference's vocabulary registers itself on import (into the registry).
 from . import vocabulary as _vocabulary  # noqa: E402, F401
-
-# -- SDK session backends (todo_sessions.integrations; docs/format.md, "SDK sessions") -----------
-
-
-class ClaudeEntryData(WireModel):
-    """``claude/entry``: one Claude Code transcript line, kept whole (``type`` is required)."""
-
-    type: str
-
-
-class AgentsItemData(WireModel):
-    """``agents/item``: one OpenAI Agents SDK input item, kept whole."""
-
-
-class AgentsRetractData(WireModel):
-    """``agents/retract``: ``pop_item`` / ``clear_session``: the ``agents/item`` events (by
-    seq) that no projection shows any more. A surface type: it replaces the retracted items'
-    surface events, so `derive_messages` stops showing them; the log keeps them."""
-
-    items: list[int]
-    """Seqs of ``agents/item`` events (a seq that names none retracts nothing)."""
-    reason: Literal["pop", "clear"]
-
-
-_SDK_TYPES: tuple[tuple[str, type[WireModel], bool], ...] = (
-    ("claude/entry", ClaudeEntryData, False),
-    ("agents/item", AgentsItemData, False),
-    ("agents/retract", AgentsRetractData, True),
-)
-for _sdk_name, _sdk_model, _sdk_surface in _SDK_TYPES:
-    register_event_type(_sdk_name, _sdk_model, surface=_sdk_surface)

@@ -1,6 +1,7 @@
 """The registry of event types: each name's payload model, its fast check, and whether it is
-surface-eligible. The catalog (`todo_sessions.core.catalog`) fills it and validates against it;
-embedders add their own types with `register_event_type`.
+surface-eligible. The catalog (`todo_sessions.core.catalog`) fills it with the log format's
+types and validates against it; the adapters' vocabularies and embedders add their own types
+with `register_event_type` (docs/format.md, "Vocabularies").
 
 It imports nothing of the catalog, so every module of the core may read it; the core's package
 loads the catalog first, so whoever imports a core module sees every type registered.

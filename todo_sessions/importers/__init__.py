@@ -10,12 +10,12 @@ another agent's format can be added:
 - `ClaudeCodeImporter`: Claude Code transcripts (``~/.claude/projects``); needs the
   ``[claude]`` extra, whose mapping it shares.
 - `CodexImporter`: Codex rollout files (``~/.codex/sessions``).
-- opencode (``todo_sessions.importers.opencode``): its database or an ``opencode export`` file.
+- `OpencodeImporter`: opencode's database (``~/.local/share/opencode/opencode.db``, read
+  read-only) or ``opencode export`` files; its export is the JSON of ``opencode export``.
 
 `get_importer(agent)` looks an agent up by name (`AGENTS`; `register_importer` adds one). An
-importer may bring its own ``import_paths(store, paths, *, max_line_bytes)`` (an agent whose
-sessions are not JSONL files, read whole) and ``export_bytes(events)``; the engine's are used
-otherwise.
+importer may bring its own ``import_sources(store, sources)`` (an agent whose sessions are
+not JSONL files) and ``export_events(events) -> bytes``; the engine's are used otherwise.
 
 README.md, "Importing other agents' sessions"; docs/format.md, "Imported sessions".
 """
@@ -40,6 +40,7 @@ from .base import (
     register_entry_type,
 )
 from .codex import CodexImporter
+from .opencode import OpencodeImporter
 from .paths import import_paths
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "FileResult",
     "Importer",
     "LogState",
+    "OpencodeImporter",
     "SourceFile",
     "agents",
     "export_lines",
@@ -112,15 +114,16 @@ _EXTRAS = {"claude-code": "pip install 'todo-sessions[claude]'"}
 
 async def export_session(store: SessionStore, importer: Importer, session_id: str) -> bytes:
     """The session in the agent's own format. For a line-based agent (an importer without
-    ``export_bytes``): the session's kept source lines, for a session imported from a file the
+    ``export_events``): the session's kept source lines, for a session imported from a file the
     file's complete lines byte for byte (lines skipped as malformed aside). An importer with an
-    ``export_bytes(events) -> bytes`` method writes its own format (opencode's export JSON).
+    ``export_events(events) -> bytes`` method writes its own format (opencode: the JSON of
+    ``opencode export``, `OpencodeImporter.export_events`).
     `SessionNotFoundError` for an unknown session; ``ValueError`` when the session keeps no
     line of this agent (it was not imported from it)."""
     events = await store.read_from(session_id)
-    custom = getattr(importer, "export_bytes", None)
+    custom = getattr(importer, "export_events", None)
     if custom is not None:
-        return cast(bytes, custom(events))
+        return bytes(custom(events))
     lines = list(export_lines(importer, events))
     if not lines:
         raise ValueError(f"session {session_id} holds no {importer.name} line to export")

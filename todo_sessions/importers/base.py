@@ -30,15 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader
-from ..core.registry import register_event_type
 from ..core.types import SESSION_META
 from ..errors import InvalidEventError, SeqConflictError, SessionExistsError, SessionNotFoundError
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
 from ..store.store import SessionStore
+from ._vocabulary import VERBATIM_TYPE, register_entry_type
 
 __all__ = [
     "IMPORT_KEY",
@@ -56,33 +54,9 @@ __all__ = [
 
 IMPORT_KEY = "import"
 """The key of a session's metadata the engine owns: ``{agent, path, offset, lines, sha256}``."""
-VERBATIM_TYPE = "import/verbatim"
 MAX_TRIES = 10
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest source line imported by default (64 MiB); a longer one is skipped, reported."""
-
-
-class VerbatimData(BaseModel):
-    """``import/verbatim``: the exact text of the source line the entry before it holds, or
-    (``alone``) of a line whose JSON no event can hold, kept as text only."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    line: str
-    alone: bool = False
-
-
-class EntryData(BaseModel):
-    """``<agent>/entry``: one source line, kept whole (any JSON object)."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-register_event_type(VERBATIM_TYPE, VerbatimData)
-
-
-def register_entry_type(name: str) -> None:
-    """Register an importer's ``<agent>/entry`` type (a JSON object, kept whole)."""
-    register_event_type(name, EntryData)
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,12 @@ from ..core.types import (
     USER_MESSAGE,
 )
 from ..integrations._common import Batch, LogState, iso_ms, now_ms
-from .base import SourceFile, compact_json, register_entry_type
+from ._vocabulary import CODEX_ENTRY
+from .base import SourceFile, compact_json
 
 __all__ = ["ENTRY_TYPE", "CodexImporter", "session_id_for"]
 
-ENTRY_TYPE = "codex/entry"
+ENTRY_TYPE = CODEX_ENTRY
 METADATA_KEY = "codex"
 AGENT_TAG = "agent:codex"
 KINDS = frozenset(
@@ -78,8 +79,6 @@ ITEM_KINDS = frozenset(
     }
 )
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-register_entry_type(ENTRY_TYPE)
 
 
 def session_id_for(thread_id: str) -> str:

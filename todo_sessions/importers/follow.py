@@ -55,7 +55,7 @@ class Follower:
     async def poll(self) -> list[FileResult]:
         """One pass (see the module docstring); files unchanged since the last pass are not
         read (and have no result)."""
-        if getattr(self.importer, "import_paths", None) is not None:  # not line files
+        if getattr(self.importer, "import_sources", None) is not None:  # not line files
             return await import_paths(
                 self.store, self.importer, self.roots, max_line_bytes=self.max_line_bytes
             )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from pathlib import Path
-from typing import cast
 
 from ..store.store import SessionStore
 from .base import MAX_LINE_BYTES, FileResult, Importer, SourceFile, import_file
@@ -27,13 +26,13 @@ async def import_paths(
 ) -> list[FileResult]:
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
     default location when None), parents before children; one `FileResult` per file. An
-    importer with an ``import_paths(store, paths, *, max_line_bytes)`` method of its own
-    (sessions that are not JSONL files) does the work itself."""
+    importer with an ``import_sources(store, sources)`` of its own (opencode, whose sessions
+    are database rows) imports them with it instead of `import_file`."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
-    custom = getattr(importer, "import_paths", None)
-    if custom is not None:  # an agent whose sessions are not JSONL files (opencode's database)
-        return cast(list[FileResult], await custom(store, roots, max_line_bytes=max_line_bytes))
     sources = await asyncio.to_thread(importer.discover, roots)
+    own = getattr(importer, "import_sources", None)  # an agent whose sessions are not lines
+    if own is not None:
+        return list(await own(store, sources))
     results: list[FileResult | None] = [None] * len(sources)
     ready = {s.session_id: asyncio.Event() for s in sources}
     slots = asyncio.Semaphore(CONCURRENT_FILES)

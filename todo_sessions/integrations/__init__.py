@@ -6,7 +6,9 @@
   ``Session``, and `todo_write_tool` (extra ``[openai-agents]``).
 
 Each module imports its SDK; this package imports neither (README.md, "Claude Agent SDK" and
-"OpenAI Agents SDK"; docs/format.md, "SDK sessions").
+"OpenAI Agents SDK"; docs/format.md, "SDK sessions"). Their event types register from
+`_vocabulary`, which imports no SDK: a process that only reads a store loads it when it meets
+them (docs/format.md, "Vocabularies").
 """
 
 __all__ = ["claude_agent_sdk", "openai_agents"]

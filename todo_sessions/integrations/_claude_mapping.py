@@ -19,6 +19,7 @@ from ..core.envelope import SessionEvent
 from ..core.todos import todo_list_problem
 from ..core.types import ASSISTANT_MESSAGE, TODO_WRITE, TOOL_CALL, USER_MESSAGE
 from ._common import Batch, LogState
+from ._vocabulary import CLAUDE_ENTRY as ENTRY_TYPE
 
 __all__ = [
     "ENTRY_TYPE",
@@ -29,9 +30,6 @@ __all__ = [
     "map_entry",
     "tool_uses",
 ]
-
-ENTRY_TYPE = "claude/entry"
-"""The event that keeps one transcript line whole."""
 
 
 def blocks_of(content: Any) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Rows to values and back: events and headers as the tables hold them.
 
 Reading is strict: a row that cannot be decoded raises `CorruptSessionError` naming the session
-and seq; an unregistered event type not marked ignorable raises `FormatUnsupportedError`;
+and seq; an unregistered event type not marked ignorable raises `FormatUnsupportedError`
+(once every installed vocabulary is loaded: `todo_sessions._vocabularies`);
 a stored ``todo/write`` must still satisfy the todo rules. Nothing is ever skipped silently.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._vocabularies import known
 from ..core.catalog import EVENT_TYPES, FORMAT_VERSION
 from ..core.envelope import MAX_INT, SessionEvent, SurfaceOp, parse_surface_op
 from ..core.header import SessionHeader
@@ -135,7 +137,7 @@ def rows_to_events(
                 session_id, row_seq, f"{kind!r} row cannot be decoded: {exc}"
             ) from None
         ignorable = bool(ignorable)
-        if kind not in registry:
+        if kind not in registry and not known(kind):  # loads every installed vocabulary once
             if not ignorable:
                 raise FormatUnsupportedError(
                     f"session {session_id!r}: event type {kind!r} (seq {row_seq}) is not known "

@@ -66,6 +66,7 @@ from .batch import (
     new_session_values,
 )
 from .checkpoints import CheckpointWrite
+from .connecting import connect_each_host, tries_each_host
 from .engine import HostChoice, StoreURL, make_pg_engine
 from .idle_index import IdleIndexer
 from .indexer import catch_up_all, lock_key
@@ -560,15 +561,18 @@ class PostgresRecorder(SnapshotReads):
             async with (await self._the_engine()).connect() as conn, conn.begin():
                 return await conn.run_sync(fn)
 
-        return await self._past_standbys(run)
+        # a read (the schema check of opening) is retried past a lost connection too: a
+        # frozen primary's timeout, mid-failover
+        return await self._past_standbys(run, lost_too=not write)
 
-    async def _past_standbys(self, run: Callable[[], Awaitable[T]]) -> T:
+    async def _past_standbys(self, run: Callable[[], Awaitable[T]], *, lost_too: bool = False) -> T:
         """``await run()``; when a standby refused its write (it wrote nothing), again on a
-        host that takes writes, within the reconnect timeout."""
+        host that takes writes, within the reconnect timeout (``lost_too``: after a lost
+        connection as well)."""
 
         def refused(exc: BaseException) -> bool:
             if classify_error(_unwrapped(exc)) != "standby":
-                return False
+                return lost_too and connection_lost(_unwrapped(exc))
             self._hosts.writable_only = True
             return True
 
@@ -827,7 +831,9 @@ class PgListener:
             import asyncpg
 
             try:
-                conn = await asyncpg.connect(self._dsn, **self._connect_args)
+                args = self._connect_args
+                connect = connect_each_host if tries_each_host(args) else asyncpg.connect
+                conn = await connect(self._dsn, **args)
             except TypeError as exc:  # a URL parameter asyncpg does not take
                 raise StoreError(f"unsupported URL parameter ({exc})") from exc
             await conn.add_listener(self._channel, self._notified)

@@ -6,6 +6,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
+from .._vocabularies import known
 from ..core.catalog import FORMAT_VERSION, validate_event
 from ..core.envelope import SessionEvent
 from ..core.header import SessionHeader, check_session_id
@@ -108,6 +109,7 @@ class Writing(Reading):
                     detail=f"but the batch is not contiguous: seq {event.seq} follows "
                     f"seq {batch[offset - 1].seq}",
                 )
+            known(event.type)  # an unregistered type: every installed vocabulary loads once
             validate_event(event)
             rows.append(event_row(session_id, event))
             if event.type in PROJECTED_TYPES:
