@@ -1,22 +1,36 @@
-"""Import throughput of Codex rollout files against reading and ``json.loads`` of them alone.
+"""Import throughput of other agents' session files against reading and ``json.loads`` of the
+same files alone, per agent, and the latency of ``import --follow``.
 
 Run (from the repository root)::
 
-    .venv/bin/python bench/import_bench.py                 # 1,000 sessions, 3 rounds
-    .venv/bin/python bench/import_bench.py --sessions 10000 --rounds 3
+    .venv/bin/python bench/import_bench.py                        # 2,000 sessions an agent
+    .venv/bin/python bench/import_bench.py --sessions 10000       # the full run
+    .venv/bin/python bench/import_bench.py --agents codex --rounds 1 --follow-lines 0
 
-Corpus (generated once, untimed): ``--sessions`` rollout files of mixed size, each a
-``session_meta`` line and 1 to 40 turns of the committed fixture's turn (a prompt, reasoning,
-an ``update_plan`` call, a shell call, their outputs, an answer, token counts: 19 lines a turn),
-so files run from 20 to about 760 lines.
+Corpus (generated once per agent, untimed): ``--sessions`` session files of mixed size, the
+number of turns drawn from a long tail (most sessions short, as real ones are: 1 to 40 turns,
+median 3), each turn a copy of the committed fixture's turn:
+
+- codex: rollout files, a ``session_meta`` line then turns of 19 lines (a prompt, reasoning,
+  an ``update_plan`` call, a shell call, their outputs, an answer, token counts);
+- claude-code: transcripts, a ``file-history-snapshot`` line then turns of 11 lines (a prompt,
+  ``TodoWrite`` calls, a ``Bash`` call, their results, an answer).
 
 Rows, in the same round, alternating which goes first:
 
 - read: every file read and each line parsed with ``json.loads`` (the floor any importer pays);
-- import: `import_paths` with `CodexImporter` into a new SQLite file store (the whole
-  pipeline: discovery, reading, mapping, one append per file, search index).
+- import: `import_paths` with the agent's importer into a new SQLite file store (the whole
+  pipeline: discovery, reading, mapping, the appends, the search index).
 
-Reported: lines/s of each (median over rounds, p25-p75 spread) and import / read.
+Reported per agent: lines/s of each (median over rounds, p25-p75 spread), import / read in
+wall time and in CPU time of the process (all threads: steadier on a busy machine), and the
+load average before and after.
+
+Follow latency (``--follow-lines``, codex): ``todo-sessions import --from codex --follow`` runs
+as a real subprocess on a new rollout file (its default ``--interval`` unless given); one line
+at a time is appended (each after a random pause of up to 0.5 s, so that lines land anywhere
+in the follower's cycle), and this process polls the store every 2 ms until the line's event is
+there: the time from the write to the event seen stored (median, p90, max).
 """
 
 from __future__ import annotations
@@ -28,23 +42,30 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from todo_sessions import SessionStore
-from todo_sessions.importers import CodexImporter, import_paths
+from todo_sessions.errors import SessionNotFoundError
+from todo_sessions.importers import get_importer, import_paths
 
-FIXTURE = next(
-    (Path(__file__).resolve().parents[1] / "tests/fixtures/importers/codex/sessions").rglob(
-        "rollout-*0199d0a4*.jsonl"
-    )
-)
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests/fixtures/importers"
+CODEX_FIXTURE = next((FIXTURES / "codex/sessions").rglob("rollout-*0199d0a4*.jsonl"))
+CLAUDE_FIXTURE = next((FIXTURES / "claude-code/projects").glob("*/*.jsonl"))
 
 
-def corpus(root: Path, sessions: int, seed: int = 7) -> int:
-    """Write the rollout files; the number of lines written."""
-    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+def turns(rng: random.Random) -> int:
+    """1 to 40, long-tailed (median 3)."""
+    return max(1, min(40, round(rng.lognormvariate(1.1, 0.9))))
+
+
+def codex_corpus(root: Path, sessions: int, seed: int = 7) -> int:
+    lines = CODEX_FIXTURE.read_text(encoding="utf-8").splitlines()
     head, turn = lines[0], lines[3:22]
     rng = random.Random(seed)
     total = 0
@@ -55,7 +76,7 @@ def corpus(root: Path, sessions: int, seed: int = 7) -> int:
         meta = json.loads(head)
         meta["payload"]["id"] = thread
         out = [json.dumps(meta, separators=(",", ":"))]
-        out += turn * rng.randint(1, 40)
+        out += turn * turns(rng)
         (day / f"rollout-2025-10-11T09-00-00-{thread}.jsonl").write_text(
             "".join(line + "\n" for line in out), encoding="utf-8"
         )
@@ -63,9 +84,30 @@ def corpus(root: Path, sessions: int, seed: int = 7) -> int:
     return total
 
 
+def claude_corpus(root: Path, sessions: int, seed: int = 7) -> int:
+    lines = CLAUDE_FIXTURE.read_text(encoding="utf-8").splitlines()
+    head, turn = lines[0], lines[1:12]
+    rng = random.Random(seed)
+    total = 0
+    project = root / "projects" / "-home-ada-proj"
+    project.mkdir(parents=True)
+    for n in range(sessions):
+        out = [head, *(turn * turns(rng))]
+        path = project / f"5f0c6d7e-0000-4000-8000-{n:012d}.jsonl"
+        path.write_text("".join(line + "\n" for line in out), encoding="utf-8")
+        total += len(out)
+    return total
+
+
+CORPUS: dict[str, Callable[[Path, int], int]] = {
+    "codex": codex_corpus,
+    "claude-code": claude_corpus,
+}
+
+
 def read_all(root: Path) -> int:
     count = 0
-    for path in sorted(root.rglob("rollout-*.jsonl")):
+    for path in sorted(root.rglob("*.jsonl")):
         with path.open("rb") as handle:
             for raw in handle:
                 json.loads(raw)
@@ -73,24 +115,19 @@ def read_all(root: Path) -> int:
     return count
 
 
-async def import_all(root: Path, db: Path) -> int:
+async def import_all(agent: str, root: Path, db: Path) -> int:
     async with SessionStore(f"sqlite:///{db}") as store:
-        results = await import_paths(store, CodexImporter(), [root / "sessions"])
+        results = await import_paths(store, get_importer(agent), [root])
     return sum(r.lines for r in results)
 
 
-def timed_read(root: Path) -> tuple[float, int]:
+def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds of this process (every thread: the store's writer too) and
+    the lines ``fn`` counted. On a busy machine the CPU time is the steadier figure."""
     gc.collect()
-    start = time.perf_counter()
-    lines = read_all(root)
-    return time.perf_counter() - start, lines
-
-
-def timed_import(root: Path, db: Path) -> tuple[float, int]:
-    gc.collect()
-    start = time.perf_counter()
-    lines = asyncio.run(import_all(root, db))
-    return time.perf_counter() - start, lines
+    start, cpu = time.perf_counter(), time.process_time()
+    lines = fn()
+    return time.perf_counter() - start, time.process_time() - cpu, lines
 
 
 def spread(values: list[float]) -> str:
@@ -98,31 +135,114 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} lines/s (p25-p75 {q[0]:,.0f}-{q[2]:,.0f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def throughput(agent: str, sessions: int, rounds: int) -> None:
+    started = time.perf_counter()
+    get_importer(agent)  # loaded once, untimed (the Claude Code importer loads the SDK)
+    loaded = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        total = corpus(root, args.sessions)
-        print(f"{args.sessions:,} rollout files, {total:,} lines; load {os.getloadavg()}")
+        root = Path(tmp) / "files"
+        total = CORPUS[agent](root, sessions)
+        print(f"{agent}: importer loaded in {loaded:.2f} s (untimed below)")
+        print(f"{agent}: {sessions:,} sessions, {total:,} lines; load {load()}", flush=True)
         reads: list[float] = []
         imports: list[float] = []
-        for r in range(args.rounds):
+        cpu: dict[str, list[float]] = {"read": [], "import": []}
+        for r in range(rounds):
             order = ["read", "import"] if r % 2 == 0 else ["import", "read"]
             for what in order:
                 if what == "read":
-                    seconds, lines = timed_read(root)
+                    seconds, used, lines = timed(lambda: read_all(root))
                     reads.append(lines / seconds)
                 else:
-                    seconds, lines = timed_import(root, root / f"store-{r}.db")
+                    db = Path(tmp) / f"store-{r}.db"
+                    seconds, used, lines = timed(
+                        lambda db=db: asyncio.run(import_all(agent, root, db))
+                    )
                     imports.append(lines / seconds)
+                cpu[what].append(used)
                 assert lines == total, (what, lines, total)
-        print(f"read + json.loads: {spread(reads)}")
-        print(f"import:            {spread(imports)}")
         ratios = [a / b for a, b in zip(reads, imports, strict=True)]
-        print(f"import / read:     {statistics.median(ratios):.1f}x; load {os.getloadavg()}")
+        cpu_ratios = [i / r for r, i in zip(cpu["read"], cpu["import"], strict=True)]
+        print(f"  read + json.loads: {spread(reads)}")
+        print(f"  import:            {spread(imports)}")
+        print(f"  import / read:     {statistics.median(ratios):.1f}x wall, ", end="")
+        print(f"{statistics.median(cpu_ratios):.1f}x CPU; load {load()}", flush=True)
+
+
+async def _stored(store: SessionStore, session_id: str) -> int:
+    try:
+        return await store.count(session_id, type="codex/entry")
+    except SessionNotFoundError:
+        return 0
+
+
+async def _latencies(db: Path, path: Path, lines: list[str], session_id: str) -> list[float]:
+    seen: list[float] = []
+    async with SessionStore(f"sqlite:///{db}") as store:
+        rng = random.Random(11)
+        for n, line in enumerate(lines, start=1):
+            # at a random moment of the follower's cycle, not just after its last pass
+            await asyncio.sleep(rng.uniform(0, 0.5))
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+            written = time.perf_counter()
+            deadline = written + 30
+            while await _stored(store, session_id) < n:
+                if time.perf_counter() > deadline:
+                    raise TimeoutError(f"line {n} never arrived")
+                await asyncio.sleep(0.002)
+            seen.append(time.perf_counter() - written)
+    return seen
+
+
+def follow_latency(count: int, interval: float | None) -> None:
+    source = CODEX_FIXTURE.read_text(encoding="utf-8").splitlines()
+    lines = (source * (count // len(source) + 1))[:count]
+    session_id = "codex-" + json.loads(source[0])["payload"]["id"]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "sessions"
+        folder.mkdir()
+        path, db = folder / CODEX_FIXTURE.name, Path(tmp) / "follow.db"
+        command = [sys.executable, "-m", "todo_sessions", "--db", str(db), "import"]
+        command += ["--from", "codex", str(folder), "--follow"]
+        if interval is not None:
+            command += ["--interval", str(interval)]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        follower = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            time.sleep(1.5)  # started and polling
+            seen = asyncio.run(_latencies(db, path, lines, session_id))
+        finally:
+            follower.terminate()
+            follower.wait(30)
+    ms = sorted(s * 1000 for s in seen)
+    p90 = ms[int(len(ms) * 0.9) - 1]
+    every = f"--interval {interval}" if interval is not None else "default --interval"
+    print(
+        f"follow ({every}): {len(ms)} lines, write -> stored median {statistics.median(ms):.0f} "
+        f"ms, p90 {p90:.0f} ms, max {ms[-1]:.0f} ms; load {load()}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--agents", default="codex,claude-code")
+    parser.add_argument("--follow-lines", type=int, default=100)
+    parser.add_argument("--interval", type=float, default=None)
+    args = parser.parse_args()
+    for agent in args.agents.split(","):
+        if agent:
+            throughput(agent, args.sessions, args.rounds)
+    if args.follow_lines:
+        follow_latency(args.follow_lines, args.interval)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "acp": ("acp", "Run an Agent Client Protocol agent over stdio."),
     "delete": ("editing", "Delete a session and all its events."),
     "demo": ("demo", "Run a scripted coding session and show its replay."),
-    "export": ("exporting", "Export a session as JSONL."),
+    "export": ("exporting", "Export a session as JSONL, or in an imported agent's format."),
     "fork": ("editing", "Fork a session: a new session seeded with its events up to --at."),
-    "import": ("exporting", "Import a JSONL export, plain or gzipped."),
+    "import": ("exporting", "Import a JSONL export, or another agent's sessions (--from)."),
     "list": ("sessions", "List sessions, newest activity first."),
     "messages": ("sessions", "Show the message history the model sees."),
     "migrate": ("maintenance", "Create or upgrade the database schema to the newest revision."),
@@ -148,6 +148,10 @@ CHAIN_KEY_ENV = "TODO_SESSIONS_CHAIN_KEY"
 chain"); ``verify --key-env VAR`` reads another variable."""
 
 LIST_LIMIT = 50
+
+IMPORT_AGENTS = ("claude-code", "codex", "opencode")
+"""`todo_sessions.importers.AGENTS` (spelled out: ``--help`` loads nothing of the library);
+``import --from`` also takes an agent registered with `importers.register_importer`."""
 
 SEARCH_KINDS = ("user", "assistant", "reasoning", "tool_call", "tool_result", "todo", "summary")
 """`core.search.KINDS` (spelled out: the library loads only when a command runs)."""

@@ -21,7 +21,7 @@ from ..core.header import SessionHeader
 from ..errors import InvalidEventError, SessionExistsError
 from ..store.store import SessionStore
 from ._context import Context, pass_ctx
-from ._options import BYTES, COUNT, command
+from ._options import BYTES, COUNT, IMPORT_AGENTS, command
 from ._render import safe
 
 __all__ = ["MAX_LINE_BYTES", "export_cmd", "import_cmd", "recover_cmd", "utf8_lines"]
@@ -59,14 +59,22 @@ def _sink(output: Path | None) -> Iterator[IO[str]]:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["todo-sessions", "reference"]),
+    type=click.Choice(["todo-sessions", "reference", *IMPORT_AGENTS]),
     default="todo-sessions",
     show_default=True,
-    help="reference: the reference harness's session file (its header, chunk rows).",
+    help="reference: the reference harness's session file (its header, chunk rows); "
+    "claude-code, codex, opencode: a session imported from that agent, in the agent's own "
+    "format (for claude-code and codex the file's complete lines, byte for byte).",
 )
 @pass_ctx
 def export_cmd(ctx: Context, session_id: str, output: Path | None, fmt: str) -> None:
-    """Export a session as JSONL: a header line, then one event per line."""
+    """Export a session as JSONL: a header line, then one event per line (or, with --format
+    AGENT, an imported session in that agent's own format)."""
+    if fmt in IMPORT_AGENTS:
+        from .agents import export_agent
+
+        export_agent(ctx, fmt, session_id, output)
+        return
 
     async def work(store: SessionStore) -> int:
         total = (await store.summary(session_id)).next_seq
@@ -130,14 +138,38 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
 
 
 @command("import")
-@click.argument("file", type=click.File("rb"))
+@click.argument("paths", nargs=-1, metavar="FILE | [PATH...]")
+@click.option(
+    "--from",
+    "agent",
+    metavar="AGENT",
+    help="Import another agent's sessions: claude-code (~/.claude/projects, or "
+    "$CLAUDE_CONFIG_DIR/projects), codex (~/.codex/sessions, or $CODEX_HOME/sessions) or "
+    "opencode (its data directory, $XDG_DATA_HOME/opencode), from its default location or "
+    "from each PATH (a file or a directory). Only what is new since the last import is added.",
+)
+@click.option(
+    "--follow",
+    "follow_",
+    is_flag=True,
+    help="With --from: keep importing what the agent writes until interrupted (Ctrl-C, SIGTERM).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.01, 3600),
+    default=0.25,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --follow: how often to look for new lines.",
+)
 @click.option("--as", "as_id", help="Store under this id instead of the exported one.")
 @click.option(
     "--max-line-bytes",
     type=BYTES,
     default=MAX_LINE_BYTES,
     show_default=True,
-    help="Refuse a file with a line longer than this (nothing is written).",
+    help="Refuse a file with a line longer than this (nothing is written); with --from, "
+    "skip such a line with a warning.",
 )
 @click.option(
     "--max-bytes",
@@ -153,19 +185,65 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
     show_default=True,
     help="Refuse a file holding more events than this (nothing is written).",
 )
-@pass_ctx
+@click.pass_context
 def import_cmd(
-    ctx: Context,
-    file: IO[bytes],
+    click_ctx: click.Context,
+    paths: tuple[str, ...],
+    agent: str | None,
+    follow_: bool,
+    interval: float,
     as_id: str | None,
     max_line_bytes: int,
     max_bytes: int,
     max_events: int,
 ) -> None:
     """Import a JSONL export, plain or gzipped (a `prune` archive), validated completely
-    before anything is written."""
+    before anything is written; or, with --from AGENT, another agent's session files (a
+    malformed or cut-short line is skipped with a warning naming the file and line)."""
+    ctx = click_ctx.find_object(Context)
+    assert ctx is not None
+    if agent is not None:
+        if as_id is not None:
+            raise click.UsageError(
+                "--as imports a JSONL export; it does not go with --from", click_ctx
+            )
+        from .agents import import_agent
+
+        import_agent(
+            ctx,
+            agent,
+            paths,
+            follow_=follow_,
+            interval=interval,
+            max_line_bytes=max_line_bytes,
+        )
+        return
+    if follow_:
+        raise click.UsageError("--follow goes with --from AGENT", click_ctx)
+    file = _one_file(click_ctx, paths)
+    _import_export(
+        ctx, file, as_id, max_line_bytes, {"max_bytes": max_bytes, "max_events": max_events}
+    )
+
+
+def _one_file(click_ctx: click.Context, paths: tuple[str, ...]) -> IO[bytes]:
+    """The one FILE of a plain ``import`` (``-``: stdin), as click's own argument would say."""
+    if not paths:
+        raise click.UsageError("Missing argument 'FILE'", click_ctx)
+    if len(paths) > 1:
+        raise click.UsageError(f"Got unexpected extra argument ({paths[1]})", click_ctx)
+    param = next(p for p in click_ctx.command.params if p.name == "paths")
+    return cast(IO[bytes], click.File("rb").convert(paths[0], param, click_ctx))
+
+
+def _import_export(
+    ctx: Context,
+    file: IO[bytes],
+    as_id: str | None,
+    max_line_bytes: int,
+    limits: dict[str, int],
+) -> None:
     file = maybe_gunzip(file)
-    limits = {"max_bytes": max_bytes, "max_events": max_events}
 
     async def work(store: SessionStore) -> ImportResult:
         with ctx.progress("import", None) as advance:

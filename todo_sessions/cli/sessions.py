@@ -21,7 +21,7 @@ from ..store.leases import LeaseHolder
 from ..store.results import CheckpointInfo, SessionSummary
 from ..store.store import ChildSession, SessionStore, wall_clock_ms
 from ._context import Context, clamp_at, echo_json, iso, pass_ctx, when
-from ._options import COUNT, LIST_LIMIT, MOMENT, at_option, command, json_option
+from ._options import COUNT, LIST_LIMIT, MOMENT, UsageError, at_option, command, json_option
 from ._render import Timeline, render_messages, render_todo_list, safe
 
 __all__ = ["list_cmd", "messages_cmd", "show_cmd", "todos_cmd"]
@@ -44,6 +44,8 @@ def summary_json(s: SessionSummary) -> dict[str, Any]:
 
 
 Rows = list[tuple[SessionSummary, int]]
+
+PROVIDER_FORMATS = ("openai-chat", "openai-responses", "anthropic")
 
 
 @command("list")
@@ -69,13 +71,24 @@ Rows = list[tuple[SessionSummary, int]]
     "(--no-open-todos: only those without).",
 )
 @click.option("--text", metavar="TEXT", help="Only sessions whose title contains TEXT (any case).")
+@click.option(
+    "--agent",
+    metavar="AGENT",
+    help="Only sessions imported from this agent (claude-code, codex, opencode): the same as "
+    "--tag agent:AGENT.",
+)
 @json_option
 @pass_ctx
 def list_cmd(
     ctx: Context, limit: int, before_id: str | None, as_json: bool, **filters: Any
 ) -> None:
     """List sessions, newest activity first (with event and turn counts), filtered by
-    directory, tag, activity time, parent, open todos or title."""
+    directory, tag, activity time, parent, open todos, title or the agent imported from."""
+    agent = filters.pop("agent")
+    if agent is not None:
+        if filters["tag"] is not None:
+            raise UsageError("--agent AGENT is --tag agent:AGENT: give one of them")
+        filters["tag"] = f"agent:{agent}"
     query = {"has_open_todos": filters.pop("open_todos"), **filters}
 
     async def work(store: SessionStore) -> tuple[Rows, dict[str, LeaseHolder]]:
@@ -304,8 +317,18 @@ def todos_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) 
 @click.argument("session_id")
 @at_option("The history as of this seq (past the end: the end, with a note).")
 @json_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(PROVIDER_FORMATS),
+    help="Print the history as JSON in a provider's request format: the messages of "
+    "OpenAI Chat Completions, the input items of OpenAI Responses, or Anthropic Messages' "
+    "messages (needs the [harness] extra).",
+)
 @pass_ctx
-def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: bool) -> None:
+def messages_cmd(
+    ctx: Context, session_id: str, at_seq: int | None, as_json: bool, fmt: str | None
+) -> None:
     """Show the message history the model sees (derived from surface events only)."""
 
     async def work(store: SessionStore) -> list[Message]:
@@ -313,9 +336,23 @@ def messages_cmd(ctx: Context, session_id: str, at_seq: int | None, as_json: boo
         return await store.derive_messages(session_id, upto_seq=upto)
 
     messages = ctx.run(work)
+    if fmt is not None:
+        echo_json(_provider_messages(ctx, messages, fmt))
+        return
     if as_json:
         echo_json(
             messages_adapter.dump_python(messages, mode="json", by_alias=True, exclude_none=True)
         )
         return
     ctx.out.print(render_messages(messages))
+
+
+def _provider_messages(ctx: Context, messages: list[Message], fmt: str) -> Any:
+    """The history as a provider's request carries it (`harness.providers`' ``to_request``)."""
+    try:
+        from ..harness.requests import DerivedRequest
+    except ImportError as exc:
+        ctx.fail(f"messages --format needs the [harness] extra ({exc})")
+    request = DerivedRequest(-1, None, messages)
+    params = request.to_params(fmt, model="-")  # type: ignore[arg-type]
+    return params["input"] if fmt == "openai-responses" else params["messages"]

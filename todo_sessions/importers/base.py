@@ -49,7 +49,6 @@ __all__ = [
     "SourceFile",
     "export_lines",
     "import_file",
-    "import_paths",
     "register_entry_type",
 ]
 
@@ -203,6 +202,8 @@ class _Plan:
 
     good: list[tuple[int, dict[str, Any], str]]
     bad: dict[int, str]
+    known: int = 0
+    """How many good lines are of a kind the mapping knows."""
     text_only: dict[int, str] = field(default_factory=dict)
     """Lines whose JSON (a lone surrogate, ``-0.0``, ``NaN``) or typed events cannot be
     stored: kept as text only, in an ``import/verbatim`` event of their own."""
@@ -222,6 +223,8 @@ def _plan(importer: Importer, read: _Read, result: FileResult, max_line: int) ->
         kind, known = importer.kind_known(entry)
         if not known:
             result.unknown_kinds.setdefault(kind, number)
+        else:
+            plan.known += 1
         plan.good.append((number, entry, text))
     return plan
 
@@ -356,7 +359,7 @@ async def _import_once(
         return result
     plan = _plan(importer, read, result, max_line)
     _warn_bad(result, plan.bad, read.partial)
-    if state is None and not plan.good:
+    if state is None and not plan.known:  # a new session starts with a line of a known kind
         if read.lines:
             result.status = "error"
             result.message = f"{source.path}: no line in the {importer.name} format"
@@ -412,28 +415,6 @@ async def _append(
         result.events = len(batch.events)
         return
     result.status, result.message = "error", f"{source.path}: its lines could not be stored"
-
-
-async def import_paths(
-    store: SessionStore,
-    importer: Importer,
-    paths: Iterable[str | Path] | None = None,
-    *,
-    max_line_bytes: int = MAX_LINE_BYTES,
-) -> list[FileResult]:
-    """Import every session file `Importer.discover` finds under ``paths`` (the agent's
-    default location when None), parents before children; one `FileResult` per file. An
-    importer with an ``import_sources(store, sources)`` of its own (opencode, whose sessions
-    are database rows) imports them with it instead of `import_file`."""
-    roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
-    sources = await asyncio.to_thread(importer.discover, roots)
-    own = getattr(importer, "import_sources", None)  # an agent whose sessions are not lines
-    if own is not None:
-        return list(await own(store, sources))
-    return [
-        await import_file(store, importer, source, max_line_bytes=max_line_bytes)
-        for source in sources
-    ]
 
 
 # -- export ----------------------------------------------------------------------------------

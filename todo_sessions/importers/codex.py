@@ -168,11 +168,12 @@ def _parent_thread(meta: Mapping[str, Any]) -> str | None:
 def _source_of(path: Path) -> SourceFile:
     meta = _head(path) or {}
     thread = meta.get("id") if isinstance(meta.get("id"), str) else None
+    key: dict[str, Any] = {"thread_id": thread, "from_head": True}
     if thread is None:
         found = _UUID.findall(path.stem)
         thread = found[-1] if found else path.stem
+        key = {"thread_id": thread}
     parent = _parent_thread(meta)
-    key = {"thread_id": thread}
     return SourceFile(path, session_id_for(thread), parent and session_id_for(parent), key)
 
 
@@ -336,8 +337,21 @@ class CodexImporter:
     name = "codex"
     entry_type = ENTRY_TYPE
 
+    def __init__(self) -> None:
+        self._known: dict[Path, SourceFile] = {}
+        """Files whose ``session_meta`` line was read: `discover` again (``--follow`` does,
+        every pass) reads only the first line of new files."""
+
     def default_paths(self) -> list[Path]:
         return [_codex_home() / "sessions"]
+
+    def _source(self, path: Path) -> SourceFile:
+        found = self._known.get(path)
+        if found is None:
+            found = _source_of(path)
+            if found.key.get("from_head"):
+                self._known[path] = found
+        return found
 
     def discover(self, paths: Sequence[Path]) -> list[SourceFile]:
         files: list[Path] = []
@@ -346,7 +360,7 @@ class CodexImporter:
                 files.extend(sorted(root.rglob("rollout-*.jsonl")))
             elif root.is_file():
                 files.append(root)
-        sources = [_source_of(p.absolute()) for p in dict.fromkeys(files)]
+        sources = [self._source(p.absolute()) for p in dict.fromkeys(files)]
         ids = {s.session_id for s in sources}
         # parents first: a file whose parent is among these waits for it
         return sorted(sources, key=lambda s: s.parent is not None and s.parent in ids)

@@ -21,7 +21,15 @@ from ..core.types import ASSISTANT_MESSAGE, TODO_WRITE, TOOL_CALL, USER_MESSAGE
 from ._common import Batch, LogState
 from ._vocabulary import CLAUDE_ENTRY as ENTRY_TYPE
 
-__all__ = ["ENTRY_TYPE", "ClaudeState", "blocks_of", "map_entry", "tool_uses"]
+__all__ = [
+    "ENTRY_TYPE",
+    "TASK_NOTIFICATION",
+    "ClaudeState",
+    "blocks_of",
+    "is_task_notification",
+    "map_entry",
+    "tool_uses",
+]
 
 
 def blocks_of(content: Any) -> list[dict[str, Any]]:
@@ -162,6 +170,24 @@ def _todo_snapshot(args: Mapping[str, Any]) -> list[dict[str, str]] | None:
     return None if len(items) != len(todos) or todo_list_problem(items) else items
 
 
+TASK_NOTIFICATION = "task-notification"
+"""The source kind of a user line that is a task notification, not a prompt."""
+_NOTIFICATION_TAG = "<task-notification>"
+
+
+def is_task_notification(entry: Mapping[str, Any], blocks: list[dict[str, Any]]) -> bool:
+    """Whether a user line is a task notification (a background task's or sub-agent's result
+    that Claude Code delivers to the model as a user line): its ``origin`` says so (``{kind:
+    "task-notification", ...}``, as Claude Code 2.1 writes it), or its text starts with the
+    ``<task-notification>`` element (as the versions before ``origin`` write it)."""
+    origin = entry.get("origin")
+    if isinstance(origin, dict) and origin.get("kind") == TASK_NOTIFICATION:
+        return True
+    first = blocks[0] if blocks else None
+    text = first.get("text") if first is not None and first.get("type") == "text" else None
+    return isinstance(text, str) and text.lstrip().startswith(_NOTIFICATION_TAG)
+
+
 def map_entry(batch: Batch, state: ClaudeState, entry: dict[str, Any]) -> None:
     """The typed events of one transcript line (after its ``claude/entry``)."""
     kind, message = entry.get("type"), entry.get("message")
@@ -201,11 +227,14 @@ def _map_user(
         else:
             batch.add(USER_MESSAGE, summary, surface=True)
         return
-    if entry.get("isMeta") is True:
+    source: dict[str, Any] = {"kind": "user"}
+    if is_task_notification(entry, blocks):
+        batch.ensure_turn()  # no prompt: the agent's own turn goes on (or one opens for it)
+        source = {"kind": TASK_NOTIFICATION}
+    elif entry.get("isMeta") is True:
         batch.ensure_turn()
     else:
         batch.new_turn()
-    source = {"kind": "user"}
     batch.add(
         USER_MESSAGE,
         {"id": uuid, "role": "user", "content": blocks, "source": source},
