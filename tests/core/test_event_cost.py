@@ -21,9 +21,10 @@ import sys
 import types
 import unicodedata
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from annotated_types import MaxLen, MinLen
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
@@ -450,8 +451,8 @@ class WithValidator(Strict):
         return value
 
 
-class WithMaxLength(Strict):
-    s: str = Field(max_length=3)
+class WithUpperBound(Strict):
+    n: int = Field(le=3)
 
 
 class WithFactory(Strict):
@@ -473,10 +474,28 @@ class TypedExtras(BaseModel):
 
 
 @pytest.mark.parametrize(
-    "model", [Lax, WithValidator, WithMaxLength, WithFactory, Floaty, Root, TypedExtras]
+    "model", [Lax, WithValidator, WithUpperBound, WithFactory, Floaty, Root, TypedExtras]
 )
 def test_models_outside_the_known_part_get_no_compiled_check(model: type[BaseModel]) -> None:
     assert compile_check(model) is None
+
+
+class WithLengths(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    s: str = Field(min_length=1, max_length=3)
+    t: Annotated[str, MinLen(2), MaxLen(2)] | None = None
+
+
+def test_a_compiled_check_keeps_a_string_s_length_bounds() -> None:
+    check = compile_check(WithLengths)
+    assert check is not None
+    for good in [{"s": "a"}, {"s": "abc"}, {"s": "ab", "t": "xy"}, {"s": "ab", "t": None}]:
+        assert check(good) and WithLengths.model_validate(good)
+    for bad in [{"s": ""}, {"s": "abcd"}, {"s": 1}, {"s": "a", "t": "x"}, {"s": "a", "t": "xyz"}]:
+        assert not check(bad)
+        with pytest.raises(ValidationError):
+            WithLengths.model_validate(bad)
 
 
 def test_a_compiled_check_refuses_what_strict_pydantic_refuses() -> None:

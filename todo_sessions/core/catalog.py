@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from annotated_types import MaxLen, MinLen
 from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InvalidEventError
@@ -130,7 +131,7 @@ class ToolCallData(StepData):
     name: str = Field(min_length=1)
     arguments: str
     """The raw JSON string the model produced."""
-    subagent_session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    subagent_session_id: Annotated[str, MinLen(1), MaxLen(200)] | None = None
     """The child session a ``subagent`` call runs in (docs/format.md, "Subagent sessions")."""
 
 

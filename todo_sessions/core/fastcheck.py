@@ -8,17 +8,18 @@ accepts, and False for anything else ("ask the model", which then validates and 
 error).
 
 It knows a small, exactly specified part of *strict* pydantic: ``int`` (with ``ge``), ``str``
-(with ``min_length``), ``bool``, ``None``, ``Any``, literals of strings, ``dict[str, Any]``,
-``list[T]``, unions, nested models, and unions of ``Annotated[Model, Tag(...)]`` members picked
-by a callable `Discriminator`. Extra keys follow the model's ``extra`` setting; a key spelled
-as a field's Python name rather than its alias is left to pydantic. A model that uses anything
-else (validators, other constraints, lax mode, alias paths, default factories, custom schemas,
-a ``model_validate`` of its own, config that changes validation) gets no function at all.
+(with ``min_length`` and ``max_length``), ``bool``, ``None``, ``Any``, literals of strings,
+``dict[str, Any]``, ``list[T]``, unions, nested models, and unions of ``Annotated[Model,
+Tag(...)]`` members picked by a callable `Discriminator`. Extra keys follow the model's
+``extra`` setting; a key spelled as a field's Python name rather than its alias is left to
+pydantic. A model that uses anything else (validators, other constraints, lax mode, alias paths,
+default factories, custom schemas, a ``model_validate`` of its own, config that changes
+validation) gets no function at all.
 
 The functions are generated as Python source (like `dataclasses` does), because a chain of
 closures costs about as much as pydantic itself. Only the model's field names and aliases (as
-``repr`` of exact ``str`` values) and ``ge`` bounds (exact ``int``) are written into the
-source; everything else is passed in by name.
+``repr`` of exact ``str`` values) and ``ge`` and length bounds (exact ``int``) are written into
+the source; everything else is passed in by name.
 
 Payloads are taken as a JSON parser returns them (dicts with ``str`` keys, lists, str, int,
 float, bool, None), which is what an event holds.
@@ -187,9 +188,9 @@ class _Compiler:
                     raise Unsupported(tp)
                 return f"{self.tagged(args[0], extra[0])}({var})"
             return self.expr(args[0], [*extra, *metadata], var)
-        ge, min_length = _constraints(metadata)
-        if ge is not None or min_length is not None:
-            return _bounded(tp, metadata, var, ge, min_length)
+        ge, lengths = _constraints(metadata)
+        if ge is not None or lengths != (None, None):
+            return _bounded(tp, metadata, var, ge, lengths)
         scalar = _scalar_expr(tp, var)
         if scalar is not None:
             return scalar
@@ -241,30 +242,42 @@ class _Compiler:
 _MISSING: Any = object()
 
 
-def _constraints(metadata: list[Any]) -> tuple[int | None, int | None]:
-    """``(ge, min_length)`` of a field's metadata; `Unsupported` for any other constraint."""
-    ge: int | None = None
-    min_length: int | None = None
+def _constraints(metadata: list[Any]) -> tuple[int | None, tuple[int | None, int | None]]:
+    """``(ge, (min_length, max_length))`` of a field's metadata; `Unsupported` for any other
+    constraint."""
+    found: dict[type[Any], int] = {}
     for meta in metadata:
-        if type(meta) is annotated_types.Ge and type(meta.ge) is int and ge is None:
-            ge = meta.ge
-        elif (
-            type(meta) is annotated_types.MinLen
-            and type(meta.min_length) is int
-            and min_length is None
-        ):
-            min_length = meta.min_length
-        else:
+        kind = type(meta)
+        attribute = _BOUNDS.get(kind)
+        value = getattr(meta, attribute, None) if attribute is not None else None
+        if type(value) is not int or kind in found:
             raise Unsupported(meta)
-    return ge, min_length
+        found[kind] = value
+    bounds = (found.get(annotated_types.MinLen), found.get(annotated_types.MaxLen))
+    return found.get(annotated_types.Ge), bounds
 
 
-def _bounded(tp: Any, metadata: list[Any], var: str, ge: int | None, min_length: int | None) -> str:
-    """The test of an int with a lower bound or of a str with a least length."""
-    if tp is int and min_length is None:
+_BOUNDS: dict[type[Any], str] = {
+    annotated_types.Ge: "ge",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
+}
+
+
+def _bounded(
+    tp: Any, metadata: list[Any], var: str, ge: int | None, lengths: tuple[int | None, int | None]
+) -> str:
+    """The test of an int with a lower bound or of a str with bounds on its length."""
+    least, most = lengths
+    if tp is int and lengths == (None, None):
         return f"(type({var}) is int and {var} >= {ge!r})"
     if tp is str and ge is None:
-        return f"(type({var}) is str and len({var}) >= {min_length!r})"
+        tests = [f"type({var}) is str"]
+        if least is not None:
+            tests.append(f"len({var}) >= {least!r}")
+        if most is not None:
+            tests.append(f"len({var}) <= {most!r}")
+        return f"({' and '.join(tests)})"
     raise Unsupported(tp, metadata)
 
 
