@@ -2,8 +2,8 @@
 migration's recorder), `run_locked_on_engine` and `lock_host_connection` (a host's own
 engine or connection), `classify_error` (each driver's half of error translation).
 
-A backend is one module that owns everything of its driver: ``store/sqlite.py`` (``sqlite3``)
-and ``store/postgres.py`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
+A backend is one package that owns everything of its driver: ``store/sqlite/`` (``sqlite3``)
+and ``store/postgres/`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
 maintenance hatch below, its migration lock, and its ``classify_error``.
 """
 

@@ -6,13 +6,13 @@ values of the store (strings, ints, dicts of column values, `SessionEvent`, `Lea
 projections, crash repair, fork, strict structure, retries) lives in `SessionStore` and the
 pure core, written once for every backend.
 
-There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite.py``, file and
-in-memory databases) and `PostgresRecorder` (``store/postgres.py``), chosen once when the store
+There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite/``, file and
+in-memory databases) and `PostgresRecorder` (``store/postgres/``), chosen once when the store
 opens (`backends.open_recorder`, the one place that picks a backend). A recorder serves the
 tables of one namespace, given when it is made. ``tests/test_recorder_contract.py`` holds
 every backend to this contract. See docs/design.md, "Backends".
 
-Rows of ``sessions`` come back as dicts keyed by column name (`reads.SESSION_COLUMNS`, or
+Rows of ``sessions`` come back as dicts keyed by column name (`read_sql.SESSION_COLUMNS`, or
 `queries.SUMMARY_COLUMNS` for summaries). Driver errors are raised as they are; the store
 translates them (`translate.translate_errors`).
 """
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from ..core.todos import TodoItem
     from .batch import AppendBatch, AppendOutcome
     from .checkpoints import CheckpointWrite
+    from .folds import StateRead
     from .leases import Lease, LeaseHolder
-    from .reads import ListFilters, StateRead
+    from .reads import ListFilters
     from .wakeups import Wait
 
 __all__ = ["Recorder"]

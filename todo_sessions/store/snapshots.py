@@ -10,9 +10,10 @@ from typing import Any, Literal, TypeVar
 
 from ..core.envelope import SessionEvent
 from ..core.todos import TodoItem
-from . import reads
+from . import folds, reads
+from .folds import StateRead
 from .leases import LeaseHolder
-from .reads import ListFilters, StateRead
+from .reads import ListFilters
 
 __all__ = ["SnapshotReads"]
 
@@ -51,10 +52,10 @@ class SnapshotReads:
         return await self._snapshot(reads.latest_event, session_id, types, upto_seq)
 
     async def read_surface_state(self, session_id: str, upto_seq: int | None) -> StateRead:
-        return await self._snapshot(reads.surface_state, session_id, upto_seq)
+        return await self._snapshot(folds.surface_state, session_id, upto_seq)
 
     async def read_live_state(self, session_id: str) -> StateRead:
-        return await self._snapshot(reads.live_state, session_id)
+        return await self._snapshot(folds.live_state, session_id)
 
     async def read_checkpoints(self, session_id: str) -> list[tuple[int, int, int, int]]:
         return await self._snapshot(reads.checkpoint_list, session_id)
