@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -15,7 +15,7 @@ from ...errors import (
     AcknowledgedEventsLostError,
     SeqConflictError,
 )
-from .. import reads, revisions
+from .. import plans, reads, revisions
 from ..batch import (
     AppendBatch,
     AppendOutcome,
@@ -71,6 +71,8 @@ class PostgresRecorder(SnapshotReads):
         self._target = target
         self._namespace = namespace
         self._sql = statements(namespace)  # the default namespace's: compiled once
+        self._index_lock = f"SELECT pg_advisory_xact_lock_shared({lock_key(namespace.tables)})"
+        """A delete's lock on the search index (`plans.INDEX_LOCK`)."""
         self._listen = listen if listen is not None else None if target.pooler else target
         self._pool = Connections(
             target,
@@ -275,8 +277,8 @@ class PostgresRecorder(SnapshotReads):
         self._check_end(session_id, found[0], known)
         return found
 
-    async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """``await fn(driver, statements, *args)`` in one transaction on the driver; sent again
+    async def _write(self, fn: Callable[..., plans.Plan[T]], *args: Any) -> T:
+        """The plan ``fn(statements, *args)`` in one transaction on the driver; sent again
         (within the reconnect timeout) only when it certainly wrote nothing: no connection
         came up, or a standby refused it."""
         began = False
@@ -288,8 +290,8 @@ class PostgresRecorder(SnapshotReads):
                 raw = await conn.get_raw_connection()
                 driver: Any = raw.driver_connection
                 began = True
-                async with driver.transaction():
-                    return await fn(driver, self._sql.writes, *args)
+                sql, lock = self._sql.writes, self._index_lock
+                return await transactions.in_transaction(driver, lock, fn, sql, *args)
 
         def nothing_written(exc: BaseException) -> bool:
             standby = classify_error(unwrapped(exc)) == "standby"
@@ -304,8 +306,7 @@ class PostgresRecorder(SnapshotReads):
 
     async def delete(self, session_id: str) -> bool:
         self._acknowledged.pop(session_id, None)
-        lock = f"SELECT pg_advisory_xact_lock_shared({lock_key(self._namespace.tables)})"
-        return await self._write(transactions.delete, session_id, lock)
+        return await self._write(plans.delete_session, session_id)
 
     async def catch_up_index(self) -> int:
         tables = self._namespace.tables
@@ -326,19 +327,19 @@ class PostgresRecorder(SnapshotReads):
     async def acquire_lease(
         self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
     ) -> Lease:
-        return await self._write(transactions.acquire, session_id, owner, now, ttl_ms, steal)
+        return await self._write(plans.acquire_lease, session_id, owner, now, ttl_ms, steal)
 
     async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
-        return await self._write(transactions.renew, lease, now, ttl_ms)
+        return await self._write(plans.renew_lease, lease, now, ttl_ms)
 
     async def release_lease(self, lease: Lease) -> bool:
-        return await self._write(transactions.release, lease)
+        return await self._write(plans.release_lease, lease)
 
     async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
-        return await self._write(transactions.write_checkpoint, checkpoint)
+        return await self._write(plans.write_checkpoint, checkpoint)
 
     async def delete_checkpoints(self, session_id: str) -> int:
-        return await self._write(transactions.delete_checkpoints, session_id)
+        return await self._write(plans.delete_checkpoints, session_id)
 
     async def schema_revision(self) -> str | None:
         namespace = self._namespace

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from ...core.envelope import SessionEvent
 from ...core.todos import TodoItem
 from ...errors import StoreError
-from .. import reads, revisions
+from .. import plans, reads, revisions
 from ..batch import (
     AppendBatch,
     AppendOutcome,
@@ -113,31 +113,31 @@ class SQLiteRecorder(SnapshotReads):
     ) -> SessionEvent | None:
         return await self._short(reads.latest_event, session_id, types, upto_seq)
 
-    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _write(self, fn: Callable[..., plans.Plan[T]], *args: Any) -> T:
         writer = self._the_writer()
         return await writer.call(
             transactions.in_write_transaction, writer.patience, fn, self._sql.writes, *args
         )
 
     async def delete(self, session_id: str) -> bool:
-        return await self._write(transactions.delete, session_id)
+        return await self._write(plans.delete_session, session_id)
 
     async def acquire_lease(
         self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
     ) -> Lease:
-        return await self._write(transactions.acquire, session_id, owner, now, ttl_ms, steal)
+        return await self._write(plans.acquire_lease, session_id, owner, now, ttl_ms, steal)
 
     async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
-        return await self._write(transactions.renew, lease, now, ttl_ms)
+        return await self._write(plans.renew_lease, lease, now, ttl_ms)
 
     async def release_lease(self, lease: Lease) -> bool:
-        return await self._write(transactions.release, lease)
+        return await self._write(plans.release_lease, lease)
 
     async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
-        return await self._write(transactions.write_checkpoint, checkpoint)
+        return await self._write(plans.write_checkpoint, checkpoint)
 
     async def delete_checkpoints(self, session_id: str) -> int:
-        return await self._write(transactions.delete_checkpoints, session_id)
+        return await self._write(plans.delete_checkpoints, session_id)
 
     async def schema_revision(self) -> str | None:
         namespace = self._namespace

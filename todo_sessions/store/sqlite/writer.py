@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from ...errors import StoreError
+from .. import plans
 from ..engine import SQLiteOptions, StoreURL
 from ..idle_index import INDEX_BACKLOG, INDEX_IDLE
 from ..indexer import catch_up, catch_up_all
@@ -214,7 +215,7 @@ class Writer:
             conn = self.conn or self.connection()
             begin_write(conn, self.patience)
             try:
-                result = transactions.append(conn, job.batch, self._sql)
+                result = transactions.run_plan(conn, plans.append(self._sql, job.batch))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -237,7 +238,7 @@ class Writer:
                 for i, job in enumerate(group):
                     conn.execute("SAVEPOINT todo_sessions_append")
                     try:
-                        outcome = transactions.append(conn, job.batch, self._sql)
+                        outcome = transactions.run_plan(conn, plans.append(self._sql, job.batch))
                     except Exception as exc:
                         conn.execute("ROLLBACK TO todo_sessions_append")
                         conn.execute("RELEASE todo_sessions_append")
