@@ -54,6 +54,7 @@ __all__ = [
     "delete_session",
     "release_lease",
     "renew_lease",
+    "thin_checkpoints",
     "write_checkpoint",
 ]
 
@@ -181,3 +182,16 @@ def delete_checkpoints(sql: WriteStatements, session_id: str) -> Plan[int]:
     """Delete every checkpoint of a session; how many there were."""
     deleted = yield RUN, sql.delete_checkpoints, (session_id,)
     return int(deleted)
+
+
+def thin_checkpoints(sql: WriteStatements, session_id: str, keep: int) -> Plan[int]:
+    """Delete the checkpoints of a session older than its newest ``keep``; how many."""
+    if keep == 0:
+        return int((yield RUN, sql.delete_checkpoints, (session_id,)))
+    oldest = sql.oldest_kept_checkpoint
+    window = {"session_id": session_id, "take": 1, "skip": keep - 1}
+    kept = yield ROW, oldest, oldest.args(window)
+    if kept is None:
+        return 0
+    prune = sql.prune_checkpoints
+    return int((yield RUN, prune, prune.args({"session_id": session_id, "oldest": kept[0]})))

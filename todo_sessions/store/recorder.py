@@ -19,17 +19,21 @@ translates them (`translate.translate_errors`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from ..core.envelope import SessionEvent
+    from ..core.search import SearchQuery
     from ..core.todos import TodoItem
     from .batch import AppendBatch, AppendOutcome
     from .checkpoints import CheckpointWrite
     from .folds import StateRead
+    from .index_ops import IndexRow, SearchPage
     from .leases import Lease, LeaseHolder
     from .reads import ListFilters
+    from .search import SearchFilters
     from .wakeups import Wait
 
 __all__ = ["Recorder"]
@@ -116,11 +120,51 @@ class Recorder(Protocol):
         """Delete every checkpoint of a session; how many there were."""
         ...
 
+    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
+        """Delete the session's checkpoints older than its newest ``keep``; how many."""
+        ...
+
     async def catch_up_index(self) -> int:
         """Index every append committed before this call that the search index has not taken
         yet (`indexer.catch_up_all`: transactions of many appends, each deleting the pending
         rows it indexed); the index rows written. From any process: the pending rows are in
         the database."""
+        ...
+
+    async def reindex(self, search_config: str | None = None) -> int:
+        """Rebuild the search index from the logs in one transaction (PostgreSQL: under the
+        index's lock; ``search_config``: its text search configuration from now on, a
+        `ValueError` for a name the server does not know); the index rows it holds."""
+        ...
+
+    # -- the search index -----------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: SearchQuery,
+        kinds: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        before: int | None,
+    ) -> SearchPage:
+        """One page of hits (`index_ops.SearchRow`), newest index row first, below index row
+        ``before``, with the sessions of the page that ever replaced surface events."""
+        ...
+
+    async def search_config(self) -> str | None:
+        """PostgreSQL: the index's text search configuration; SQLite: None."""
+        ...
+
+    async def index_problems(self) -> list[str]:
+        """The database engine's own check of the index against its rows (SQLite's FTS5)."""
+        ...
+
+    async def index_rows(self, session_id: str) -> list[IndexRow]:
+        """The stored index rows of one session, in seq order."""
+        ...
+
+    async def pending_index(self) -> int | None:
+        """The newest append still waiting for the index (its pending row), or None."""
         ...
 
     # -- reading (each in one consistent snapshot) --------------------------------------------

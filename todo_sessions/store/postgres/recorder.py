@@ -23,6 +23,7 @@ from ..batch import (
 from ..checkpoints import CheckpointWrite
 from ..engine import StoreURL
 from ..idle_index import IdleIndexer
+from ..index_ops import IndexOperations
 from ..indexer import catch_up_all, lock_key
 from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
@@ -50,7 +51,7 @@ from .rows import (
 T = TypeVar("T")
 
 
-class PostgresRecorder(SnapshotReads):
+class PostgresRecorder(SnapshotReads, IndexOperations):
     """The `Recorder` of a PostgreSQL database. See the module docstring."""
 
     dialect = "postgresql"
@@ -341,11 +342,12 @@ class PostgresRecorder(SnapshotReads):
     async def delete_checkpoints(self, session_id: str) -> int:
         return await self._write(plans.delete_checkpoints, session_id)
 
+    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
+        return await self._write(plans.thin_checkpoints, session_id, keep)
+
     async def schema_revision(self) -> str | None:
         namespace = self._namespace
-        return await self.run_maintenance(
-            lambda c: revisions.schema_revision(c, namespace), write=False
-        )
+        return await self._on_sa(lambda c: revisions.schema_revision(c, namespace), write=False)
 
     async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
         namespace = self._namespace
@@ -396,8 +398,11 @@ class PostgresRecorder(SnapshotReads):
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         return await self._pool.run_locked(fn)
 
-    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+    async def _on_sa(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         return await self._pool.run_sync(fn)
+
+    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        return await self._on_sa(fn, write=write)
 
     async def close(self) -> None:
         await self._idle_index.close()

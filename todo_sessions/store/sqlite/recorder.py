@@ -20,6 +20,7 @@ from ..batch import (
 )
 from ..checkpoints import CheckpointWrite
 from ..engine import SQLiteOptions, StoreURL, ensure_private_file
+from ..index_ops import IndexOperations
 from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
 from ..snapshots import SnapshotReads
@@ -36,7 +37,7 @@ from .writer import Writer, catch_up_on, noop, with_sa
 T = TypeVar("T")
 
 
-class SQLiteRecorder(SnapshotReads):
+class SQLiteRecorder(SnapshotReads, IndexOperations):
     """The `Recorder` of an SQLite database (a file, or in memory). See the module docstring."""
 
     dialect = "sqlite"
@@ -139,11 +140,12 @@ class SQLiteRecorder(SnapshotReads):
     async def delete_checkpoints(self, session_id: str) -> int:
         return await self._write(plans.delete_checkpoints, session_id)
 
+    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
+        return await self._write(plans.thin_checkpoints, session_id, keep)
+
     async def schema_revision(self) -> str | None:
         namespace = self._namespace
-        return await self.run_maintenance(
-            lambda c: revisions.schema_revision(c, namespace), write=False
-        )
+        return await self._on_sa(lambda c: revisions.schema_revision(c, namespace), write=False)
 
     async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
         namespace = self._namespace
@@ -168,9 +170,12 @@ class SQLiteRecorder(SnapshotReads):
         writer = self._the_writer()
         return await writer.call(with_sa, writer, fn, True)
 
-    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+    async def _on_sa(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         writer = self._the_writer()
         return await writer.call(with_sa, writer, fn, write)
+
+    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        return await self._on_sa(fn, write=write)
 
     async def close(self) -> None:
         writer, readers = self._writer, self._readers
