@@ -34,8 +34,10 @@ from todo_sessions.store.engine import SQLiteOptions, parse_url
 from todo_sessions.store.index_ops import IndexRow, SearchRow, index_rows_of
 from todo_sessions.store.leases import Lease
 from todo_sessions.store.migrate import head_revision, namespace_of
+from todo_sessions.store.queries import SUMMARY_COLUMNS
 from todo_sessions.store.reads import ListFilters
 from todo_sessions.store.recorder import Recorder
+from todo_sessions.store.records import SessionRow, SummaryRow, UsagePayload
 from todo_sessions.store.search import SearchFilters, expected_rows
 
 NOW = T0 + 1_000
@@ -128,14 +130,14 @@ async def test_append_under_the_seq_check_and_the_reads_by_range(
 
     row = await recorder.find_session("s")
     assert row is not None
-    assert (row["next_seq"], row["revision"], row["cwd"]) == (12, 2, "/repo")
+    assert (row.next_seq, row.revision, row.cwd) == (12, 2, "/repo")
     assert await recorder.find_session("nobody") is None
-    assert (await recorder.read_session("s"))["incarnation"] == incarnation
+    assert (await recorder.read_session("s")).incarnation == incarnation
     with pytest.raises(SessionNotFoundError):
         await recorder.read_session("nobody")
 
     row, events = await recorder.read_events("s", 0)
-    assert events == [*turn(0), *turn(6, 2)] and row["next_seq"] == 12
+    assert events == [*turn(0), *turn(6, 2)] and row.next_seq == 12
     assert (await recorder.read_events("s", 4, 3))[1] == [*turn(0)[4:], *turn(6, 2)[:1]]
     assert (await recorder.read_events("s", 12))[1] == []
 
@@ -148,7 +150,9 @@ async def test_append_under_the_seq_check_and_the_reads_by_range(
     assert await recorder.latest_todos("s", 1) is None
 
     summary = await recorder.read_summary("s")
-    assert (summary["id"], summary["next_seq"], summary["open_todos"]) == ("s", 12, True)
+    assert isinstance(summary, SummaryRow) and SummaryRow._fields == SUMMARY_COLUMNS
+    assert isinstance(row, SessionRow)
+    assert (summary.id, summary.next_seq, summary.open_todos) == ("s", 12, True)
     assert await recorder.seqs_past_end("s", 10) == []
 
 
@@ -197,18 +201,17 @@ async def test_list_sessions_with_filters_ids_and_usage(recorder: BackendRecorde
         batch("c", [assistant(0, {"input_tokens": 3}), todo_write(1)], new=True, now=NOW + 2)
     )
     page = await recorder.list_sessions(10, None, None)
-    assert [r["id"] for r in page] == ["c", "b", "a"]  # newest activity first
-    assert [r["id"] for r in await recorder.list_sessions(1, (NOW + 2, "c"), None)] == ["b"]
-    assert [r["id"] for r in await recorder.list_sessions(10, None, ListFilters(cwd="/one"))] == [
-        "a"
-    ]
+    assert [r.id for r in page] == ["c", "b", "a"]  # newest activity first
+    assert [r.id for r in await recorder.list_sessions(1, (NOW + 2, "c"), None)] == ["b"]
+    assert [r.id for r in await recorder.list_sessions(10, None, ListFilters(cwd="/one"))] == ["a"]
     open_todos = ListFilters(has_open_todos=True)
-    assert [r["id"] for r in await recorder.list_sessions(10, None, open_todos)] == ["a"]
+    assert [r.id for r in await recorder.list_sessions(10, None, open_todos)] == ["a"]
     assert await recorder.session_ids("sessions", "", 10) == ["a", "b", "c"]
     assert await recorder.session_ids("sessions", "a", 1) == ["b"]
     assert await recorder.session_ids("events", "", 10) == ["a", "b", "c"]
     usage = await recorder.usage_payloads("c")
-    assert [(seq, data["usage"]) for seq, data in usage] == [(0, {"input_tokens": 3})]
+    assert [(u.seq, u.data["usage"]) for u in usage] == [(0, {"input_tokens": 3})]
+    assert all(isinstance(u, UsagePayload) for u in usage)
 
 
 async def test_leases_acquire_renew_release_and_fence_appends(recorder: BackendRecorder) -> None:

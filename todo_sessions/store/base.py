@@ -8,11 +8,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL
 
@@ -26,6 +26,7 @@ from .engine import SQLiteOptions, StoreURL, parse_url
 from .migrate import namespace_of, prepare_schema
 from .namespace import Namespace
 from .recorder import Recorder
+from .records import SummaryRow
 from .results import SessionSummary, revision_token
 from .translate import translate_errors
 
@@ -253,24 +254,24 @@ class StoreCore:
         with translate_errors(what):
             return await operation(recorder)
 
-    def _summary(self, r: Mapping[str, Any]) -> SessionSummary:
-        tags, metadata = r["tags"], r["metadata"]
+    def _summary(self, r: SummaryRow) -> SessionSummary:
+        tags, metadata = r.tags, r.metadata
         try:
             return SessionSummary(
-                id=r["id"],
-                created_at=r["created_at"],
-                updated_at=r["updated_at"],
-                cwd=r["cwd"],
-                title=r["title"],
-                next_seq=r["next_seq"],
-                revision=self._token(r["incarnation"], r["revision"]),
-                parent=r["parent_session"],
+                id=r.id,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                cwd=r.cwd,
+                title=r.title,
+                next_seq=r.next_seq,
+                revision=self._token(r.incarnation, r.revision),
+                parent=r.parent_session,
                 tags=() if tags is None else tuple(decode_json(tags, strict=False)),
                 metadata={} if metadata is None else decode_json(metadata, strict=False),
-                open_todos=bool(r["open_todos"]),
+                open_todos=bool(r.open_todos),
             )
         except (ValueError, TypeError) as exc:
-            raise CorruptSessionError(r["id"], None, f"stored tags or metadata: {exc}") from None
+            raise CorruptSessionError(r.id, None, f"stored tags or metadata: {exc}") from None
 
     def _skipped(self, session_id: str, skipped: list[str]) -> None:
         for reason in skipped:

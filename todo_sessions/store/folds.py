@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ..core.checkpoint import CheckpointError, LiveState
 from ..errors import CorruptSessionError, InvalidEventError
 from .codec import rows_to_events
 from .read_sql import Rows
 from .reads import read_events, read_session, seq_bound
+from .records import SessionRow
 
 __all__ = ["StateRead", "live_state", "surface_state"]
 
@@ -24,7 +24,7 @@ class StateRead:
     """What `live_state` and `surface_state` found: the state, and the checkpoints they had to
     pass over (each with the reason), for the caller to warn about."""
 
-    row: dict[str, Any]
+    row: SessionRow
     state: LiveState
     from_checkpoint: int | None
     skipped: list[str]
@@ -52,7 +52,7 @@ def live_state(rows: Rows, session_id: str) -> StateRead:
     is passed over (and named in ``skipped``); with none left, the whole log is folded."""
     row = read_session(rows, session_id)
     skipped: list[str] = []
-    for state in _candidates(rows, session_id, row["next_seq"], skipped):
+    for state in _candidates(rows, session_id, row.next_seq, skipped):
         if state is None:
             live, origin, events = LiveState.empty(), None, read_events(rows, session_id, 0)[1]
         else:
@@ -95,7 +95,7 @@ def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRea
     """The surface as of ``upto_seq``: the newest usable checkpoint at or below it, then the
     surface rows after it (surface rows only: the partial index)."""
     row = read_session(rows, session_id)
-    upto = seq_bound(row["next_seq"], upto_seq)
+    upto = seq_bound(row.next_seq, upto_seq)
     skipped: list[str] = []
     for state in _candidates(rows, session_id, upto, skipped):
         if state is None:

@@ -12,6 +12,7 @@ from sqlalchemy import and_, bindparam, func, select
 
 from .leases import LEASE_COLUMNS
 from .queries import DEFAULT_QUERIES, SUMMARY_COLUMNS, Queries, compile_positional
+from .records import SessionRow
 from .schema import Tables
 
 __all__ = [
@@ -24,21 +25,8 @@ __all__ = [
     "read_statements",
 ]
 
-SESSION_COLUMNS = (
-    "id",
-    "format_version",
-    "created_at",
-    "cwd",
-    "parent_session",
-    "seed_length",
-    "origin",
-    "delegation_depth",
-    "title",
-    "incarnation",
-    "revision",
-    "next_seq",
-    "updated_at",
-)
+SESSION_COLUMNS = SessionRow._fields
+"""The columns of a `records.SessionRow`, in order."""
 _SID: Any = bindparam("session_id")
 
 

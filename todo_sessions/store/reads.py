@@ -22,8 +22,16 @@ from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundErro
 from .batch import AppendBatch, AppendOutcome, check_batch_start
 from .codec import check_format_version, rows_to_events
 from .leases import LeaseHolder, holder_of
-from .queries import SUMMARY_COLUMNS
-from .read_sql import SESSION_COLUMNS, Rows, list_statement
+from .read_sql import Rows, list_statement
+from .records import (
+    ChainRow,
+    CheckpointInfo,
+    CheckpointText,
+    EventsRead,
+    SessionRow,
+    SummaryRow,
+    UsagePayload,
+)
 
 # -- operations ---------------------------------------------------------------------------------
 
@@ -36,20 +44,20 @@ def check_from_seq(from_seq: int) -> None:
         raise ValueError(f"from_seq must be >= 0, got {from_seq}")
 
 
-def find_session(rows: Rows, session_id: str) -> dict[str, Any] | None:
-    """The ``sessions`` row as a dict, or None."""
+def find_session(rows: Rows, session_id: str) -> SessionRow | None:
+    """The ``sessions`` row, or None."""
     found = rows.fetch("session", {"session_id": session_id})
-    return dict(zip(SESSION_COLUMNS, found[0], strict=True)) if found else None
+    return SessionRow(*found[0]) if found else None
 
 
-def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> dict[str, Any]:
-    """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
+def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> SessionRow:
+    """The ``sessions`` row; unknown id → `SessionNotFoundError`; a newer format →
     `FormatUnsupportedError` (unless ``check_format=False``: counting needs no decoding)."""
     row = find_session(rows, session_id)
     if row is None:
         raise SessionNotFoundError(session_id)
     if check_format:
-        check_format_version(session_id, row["format_version"])
+        check_format_version(session_id, row.format_version)
     return row
 
 
@@ -74,7 +82,7 @@ def _like_pattern(text: str) -> str:
 
 def list_sessions(
     rows: Rows, limit: int, before: tuple[int, str] | None, filters: ListFilters | None = None
-) -> list[dict[str, Any]]:
+) -> list[SummaryRow]:
     """One page of ``sessions`` rows, newest activity first, after ``(updated_at, id)``,
     matching every condition of ``filters``."""
     params: dict[str, Any] = {"limit": limit}
@@ -103,26 +111,26 @@ def list_sessions(
     else:
         name = list_statement(frozenset(used))
     found = rows.fetch(name, params)
-    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in found]
+    return [SummaryRow(*row) for row in found]
 
 
-def read_summary(rows: Rows, session_id: str) -> dict[str, Any]:
+def read_summary(rows: Rows, session_id: str) -> SummaryRow:
     """The `SessionSummary` columns of one session; unknown id → `SessionNotFoundError`."""
     found = rows.fetch("summary", {"session_id": session_id})
     if not found:
         raise SessionNotFoundError(session_id)
-    return dict(zip(SUMMARY_COLUMNS, found[0], strict=True))
+    return SummaryRow(*found[0])
 
 
-def usage_payloads(rows: Rows, session_id: str) -> list[tuple[int, Any]]:
+def usage_payloads(rows: Rows, session_id: str) -> list[UsagePayload]:
     """``(seq, decoded data)`` of each ``assistant/message`` (through the type index)."""
     row = read_session(rows, session_id)
-    params = {"session_id": session_id, "type": ASSISTANT_MESSAGE, "upto": row["next_seq"]}
+    params = {"session_id": session_id, "type": ASSISTANT_MESSAGE, "upto": row.next_seq}
     found = rows.fetch("all_of_type", params)
     out = []
     for seq, text in found:
         try:
-            out.append((seq, decode_json(text, strict=False)))
+            out.append(UsagePayload(seq, decode_json(text, strict=False)))
         except ValueError as exc:
             raise CorruptSessionError(session_id, seq, f"stored assistant/message: {exc}") from None
     return out
@@ -135,33 +143,18 @@ def session_ids(rows: Rows, table: str, after: str, limit: int) -> list[str]:
     return [row[0] for row in rows.fetch(name, {"after": after, "limit": limit})]
 
 
-CHAIN_FIELDS = (
-    "seq",
-    "type",
-    "time",
-    "data",
-    "surface_op",
-    "source_event_seqs",
-    "ignorable",
-    "chain",
-)
-"""The columns of a `chain_rows` row: what `core.chain.event_text` hashes, and the value."""
-
-
 def chain_rows(
     rows: Rows, session_id: str, from_seq: int, limit: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[SessionRow, list[ChainRow]]:
     """The session row and the stored text and chain value of its events from ``from_seq``
     (at most ``limit``, below its next seq), undecoded: `verify` recomputes the chain."""
     row = read_session(rows, session_id, check_format=False)
-    upto = min(row["next_seq"], from_seq + limit)
+    upto = min(row.next_seq, from_seq + limit)
     if from_seq >= upto:
         return row, []
     found = rows.fetch("chain_rows", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
-    events = [dict(zip(CHAIN_FIELDS, r, strict=True)) for r in found]
-    for event in events:  # the stored bytes as the hex every caller compares
-        event["chain"] = _hex(event["chain"])
-    return row, events
+    # the stored bytes as the hex every caller compares
+    return row, [ChainRow(*r[:7], _hex(r[7])) for r in found]
 
 
 def _hex(value: Any) -> str | None:
@@ -171,7 +164,7 @@ def _hex(value: Any) -> str | None:
 
 def chain_head(rows: Rows, session_id: str) -> tuple[int, str | None] | None:
     """``(seq, chain value)`` of the session's last event (None: it has none)."""
-    last = read_session(rows, session_id, check_format=False)["next_seq"] - 1
+    last = read_session(rows, session_id, check_format=False).next_seq - 1
     if last < 0:
         return None
     found = rows.fetch("chain_at", {"session_id": session_id, "seq": last})
@@ -182,7 +175,7 @@ def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:
     """Seqs of rows at or after the session's stored next seq (none in a healthy log)."""
     row = read_session(rows, session_id, check_format=False)
     found = rows.fetch(
-        "past_end", {"session_id": session_id, "from_seq": row["next_seq"], "limit": limit}
+        "past_end", {"session_id": session_id, "from_seq": row.next_seq, "limit": limit}
     )
     return [r[0] for r in found]
 
@@ -208,9 +201,7 @@ def seq_bound(next_seq: int, upto_seq: int | None) -> int:
     return next_seq if upto_seq is None else min(next_seq, upto_seq + 1)
 
 
-def read_events(
-    rows: Rows, session_id: str, from_seq: int, limit: int | None = None
-) -> tuple[dict[str, Any], list[SessionEvent]]:
+def read_events(rows: Rows, session_id: str, from_seq: int, limit: int | None = None) -> EventsRead:
     """The session row and its events from ``from_seq`` (at most ``limit``).
 
     Events are bounded by the next seq read in the same transaction, so the result is
@@ -218,10 +209,10 @@ def read_events(
     COMMITTED). A missing seq below that bound is a `CorruptSessionError`.
     """
     row = read_session(rows, session_id)
-    next_seq = row["next_seq"]
+    next_seq = row.next_seq
     upto = next_seq if limit is None else min(next_seq, from_seq + limit)
     if from_seq >= upto:
-        return row, []
+        return EventsRead(row, [])
     found = rows.fetch("events", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
     events = rows_to_events(session_id, found, expect_seq=from_seq)
     if len(events) != upto - from_seq:
@@ -229,7 +220,7 @@ def read_events(
         raise CorruptSessionError(
             session_id, missing, f"seq {missing} is missing (the session's next seq is {next_seq})"
         )
-    return row, events
+    return EventsRead(row, events)
 
 
 MAX_SEQ_BOUND = 2**63 - 1
@@ -269,7 +260,7 @@ def latest_event(
 ) -> SessionEvent | None:
     """The latest event of one of ``types`` at or before ``upto_seq``, or None: one indexed
     row per type."""
-    upto = seq_bound(read_session(rows, session_id)["next_seq"], upto_seq)
+    upto = seq_bound(read_session(rows, session_id).next_seq, upto_seq)
     latest: SessionEvent | None = None
     for type_ in types:
         params = {"session_id": session_id, "type": type_, "upto": upto}
@@ -281,22 +272,25 @@ def latest_event(
     return latest
 
 
-def checkpoint_list(rows: Rows, session_id: str) -> list[tuple[int, int, int, int]]:
+def checkpoint_list(rows: Rows, session_id: str) -> list[CheckpointInfo]:
     """``(seq, format_version, created_at, size of the state text)`` of each checkpoint."""
     read_session(rows, session_id, check_format=False)
     found = rows.fetch("checkpoint_list", {"session_id": session_id})
-    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in found]
+    return [CheckpointInfo(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in found]
 
 
-def checkpoint_texts(rows: Rows, session_id: str) -> list[tuple[int, str]]:
+def checkpoint_texts(rows: Rows, session_id: str) -> list[CheckpointText]:
     """``(seq, state text)`` of each checkpoint, oldest first (for `verify`)."""
-    return [(r[0], r[1]) for r in rows.fetch("checkpoint_texts", {"session_id": session_id})]
+    return [
+        CheckpointText(r[0], r[1])
+        for r in rows.fetch("checkpoint_texts", {"session_id": session_id})
+    ]
 
 
 def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
     row = read_session(rows, session_id, check_format=False)
     if event_type is None:
-        return int(row["next_seq"])
+        return int(row.next_seq)
     found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})
     return int(found[0][0])
 
@@ -314,17 +308,17 @@ def append_outcome(rows: Rows, batch: AppendBatch) -> AppendOutcome | None:
     """
     session_id, first = batch.session_id, batch.first_seq
     row = find_session(rows, session_id)
-    if row is None or row["next_seq"] <= first:
+    if row is None or row.next_seq <= first:
         if row is not None:
-            check_batch_start(session_id, first, row["next_seq"])  # a gap is a conflict
+            check_batch_start(session_id, first, row.next_seq)  # a gap is a conflict
         return None
     end = first + len(batch.rows)
     found = rows.fetch("events", {"session_id": session_id, "from_seq": first, "upto": end})
     wanted = [tuple(r[f] for f in _STORED_FIELDS) for r in batch.rows]
     stored = [(*r[:6], bool(r[6])) for r in found]
     if stored != [(*w[:6], bool(w[6])) for w in wanted]:
-        check_batch_start(session_id, first, row["next_seq"])  # raises: others were first
-    return row["incarnation"], row["revision"], row["next_seq"]
+        check_batch_start(session_id, first, row.next_seq)  # raises: others were first
+    return row.incarnation, row.revision, row.next_seq
 
 
 WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(

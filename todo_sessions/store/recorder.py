@@ -12,8 +12,8 @@ opens (`backends.open_recorder`, the one place that picks a backend). A recorder
 tables of one namespace, given when it is made. ``tests/test_recorder_contract.py`` holds
 every backend to this contract. See docs/design.md, "Backends".
 
-Rows of ``sessions`` come back as dicts keyed by column name (`read_sql.SESSION_COLUMNS`, or
-`queries.SUMMARY_COLUMNS` for summaries). Driver errors are raised as they are; the store
+Reads return typed rows (`records`: `SessionRow`, `SummaryRow`, `ChainRow`, ...; named tuples),
+never dicts or anonymous tuples. Driver errors are raised as they are; the store
 translates them (`translate.translate_errors`).
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from ..core.envelope import SessionEvent
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
     from .index_ops import IndexRow, SearchPage
     from .leases import Lease, LeaseHolder
     from .reads import ListFilters
+    from .records import (
+        ChainRow,
+        CheckpointInfo,
+        CheckpointText,
+        EventsRead,
+        SessionRow,
+        SummaryRow,
+        UsagePayload,
+    )
     from .search import SearchFilters
     from .wakeups import Wait
 
@@ -169,22 +178,22 @@ class Recorder(Protocol):
 
     # -- reading (each in one consistent snapshot) --------------------------------------------
 
-    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+    async def find_session(self, session_id: str) -> SessionRow | None:
         """The ``sessions`` row, or None."""
         ...
 
-    async def read_session(self, session_id: str) -> dict[str, Any]:
+    async def read_session(self, session_id: str) -> SessionRow:
         """The ``sessions`` row: `SessionNotFoundError` for an unknown id,
         `FormatUnsupportedError` for a newer format."""
         ...
 
-    async def read_summary(self, session_id: str) -> dict[str, Any]:
+    async def read_summary(self, session_id: str) -> SummaryRow:
         """The `SessionSummary` columns of one session (`SessionNotFoundError`)."""
         ...
 
     async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
-    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+    ) -> EventsRead:
         """The session row and its events from ``from_seq`` (at most ``limit``), bounded by
         the row's next seq; a missing seq below it is a `CorruptSessionError`."""
         ...
@@ -213,17 +222,17 @@ class Recorder(Protocol):
         events after it."""
         ...
 
-    async def read_checkpoints(self, session_id: str) -> list[tuple[int, int, int, int]]:
+    async def read_checkpoints(self, session_id: str) -> list[CheckpointInfo]:
         """``(seq, format_version, created_at, size)`` of each checkpoint, oldest first."""
         ...
 
-    async def read_checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+    async def read_checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
         """``(seq, state text)`` of each checkpoint, oldest first."""
         ...
 
     async def list_sessions(
         self, limit: int, before: tuple[int, str] | None, filters: ListFilters | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[SummaryRow]:
         """One page of summary rows, newest activity first, after ``(updated_at, id)``,
         matching ``filters``."""
         ...
@@ -234,15 +243,15 @@ class Recorder(Protocol):
         """One page of session ids after ``after``, from the session rows or the events."""
         ...
 
-    async def usage_payloads(self, session_id: str) -> list[tuple[int, Any]]:
+    async def usage_payloads(self, session_id: str) -> list[UsagePayload]:
         """``(seq, decoded data)`` of each ``assistant/message``."""
         ...
 
     async def read_chain(
         self, session_id: str, from_seq: int, limit: int
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[SessionRow, list[ChainRow]]:
         """The ``sessions`` row and, undecoded, the stored fields and ``chain`` of its events
-        from ``from_seq`` (at most ``limit``, below its next seq; `reads.CHAIN_FIELDS`)."""
+        from ``from_seq`` (at most ``limit``, below its next seq; `records.ChainRow`)."""
         ...
 
     async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:

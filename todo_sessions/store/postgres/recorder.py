@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
-from ...core.envelope import SessionEvent
 from ...errors import (
     AcknowledgedEventsLostError,
     SeqConflictError,
@@ -27,6 +26,7 @@ from ..index_ops import IndexOperations
 from ..indexer import catch_up_all, lock_key
 from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
+from ..records import EventsRead, SessionRow, SummaryRow
 from ..retry import until_reachable
 from ..snapshots import SnapshotReads
 from ..wakeups import LocalWakeups, Wait
@@ -232,7 +232,7 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
             return found
 
     def _check_end(
-        self, session_id: str, row: Mapping[str, Any] | None, known: tuple[str, int] | None
+        self, session_id: str, row: SessionRow | SummaryRow | None, known: tuple[str, int] | None
     ) -> None:
         """`AcknowledgedEventsLostError` when the stored session (``row``) ends before what
         this store had acknowledged when the read began (``known``: an append acknowledged
@@ -240,31 +240,31 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
         since is forgotten."""
         if known is None:
             return
-        if row is None or row["incarnation"] != known[0]:
+        if row is None or row.incarnation != known[0]:
             if self._acknowledged.get(session_id) == known:  # deleted (perhaps made anew)
                 del self._acknowledged[session_id]
             return
-        if row["next_seq"] < known[1]:
-            raise AcknowledgedEventsLostError(session_id, known[1], row["next_seq"])
+        if row.next_seq < known[1]:
+            raise AcknowledgedEventsLostError(session_id, known[1], row.next_seq)
 
     async def _stored_row(self, session_id: str) -> None:
         """Check the session's row on the primary against what this store acknowledged."""
         known = self._acknowledged.get(session_id)
         self._check_end(session_id, await self._primary(reads.find_session, session_id), known)
 
-    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+    async def find_session(self, session_id: str) -> SessionRow | None:
         known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.find_session, session_id)
         self._check_end(session_id, row, known)
         return row
 
-    async def read_session(self, session_id: str) -> dict[str, Any]:
+    async def read_session(self, session_id: str) -> SessionRow:
         known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.read_session, session_id)
         self._check_end(session_id, row, known)
         return row
 
-    async def read_summary(self, session_id: str) -> dict[str, Any]:
+    async def read_summary(self, session_id: str) -> SummaryRow:
         known = self._acknowledged.get(session_id)
         row = await self._snapshot(reads.read_summary, session_id)
         self._check_end(session_id, row, known)
@@ -272,7 +272,7 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
 
     async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
-    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+    ) -> EventsRead:
         known = self._acknowledged.get(session_id)
         found = await self._snapshot(reads.read_events, session_id, from_seq, limit)
         self._check_end(session_id, found[0], known)
