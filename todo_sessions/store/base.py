@@ -25,6 +25,7 @@ from .backends import BackendRecorder, check_listen_target, open_recorder, repli
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .migrate import namespace_of, prepare_schema
 from .namespace import Namespace
+from .options import PostgresOptions
 from .recorder import Recorder
 from .records import SummaryRow
 from .results import SessionSummary, revision_token
@@ -93,16 +94,19 @@ class StoreCore:
         )
         """Where this store's tables are (`Namespace`: a schema, a table prefix, or the
         default)."""
-        self._listen = parse_url(listen_url) if listen_url is not None else None
-        if self._listen is not None:
-            check_listen_target(self._listen)
-        self._replica = replica_target(self._target, read_url)
+        listen = parse_url(listen_url) if listen_url is not None else None
+        if listen is not None:
+            check_listen_target(listen)
         if reconnect_timeout is None:  # several hosts: a failover is expected, wait for it
             reconnect_timeout = FAILOVER_TIMEOUT if self._target.hosts else 0.0
-        if reconnect_timeout < 0 or replica_wait < 0:
-            raise ValueError("reconnect_timeout and replica_wait must be >= 0")
-        self._reconnect_timeout = float(reconnect_timeout)
-        self._replica_wait = float(replica_wait)
+        self._postgres = PostgresOptions(
+            pool_size=pool_size,
+            listen=listen,
+            reconnect_timeout=float(reconnect_timeout),
+            replica=replica_target(self._target, read_url),
+            replica_wait=float(replica_wait),
+        )
+        """The PostgreSQL options (`options.PostgresOptions`)."""
         if self._target.read_only:  # ``?mode=ro``
             if read_only is False:
                 raise ValueError("read_only=False contradicts mode=ro in the database URL")
@@ -112,9 +116,9 @@ class StoreCore:
             read_only = path is not None and path.is_file() and not _writable(path)
         self.read_only = read_only
         self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
+        """The SQLite options (`engine.SQLiteOptions`)."""
         self.strict = strict
         self._migrate = migrate
-        self._pool_size = pool_size
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
@@ -182,12 +186,8 @@ class StoreCore:
         recorder = open_recorder(
             self._target,
             sqlite=self._sqlite,
-            pool_size=self._pool_size,
-            listen=self._listen,
+            postgres=self._postgres,
             namespace=self.namespace,
-            reconnect_timeout=self._reconnect_timeout,
-            replica=self._replica,
-            replica_wait=self._replica_wait,
         )
         try:
             with translate_errors(f"opening {self.url}"):

@@ -26,6 +26,7 @@ from ..index_ops import IndexOperations
 from ..indexer import catch_up_all, lock_key
 from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
+from ..options import PostgresOptions
 from ..records import EventsRead, SessionRow, SummaryRow
 from ..retry import until_reachable
 from ..snapshots import SnapshotReads
@@ -58,17 +59,10 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
     loop_bound = False  # engines per event loop (`_here`)
 
     def __init__(
-        self,
-        target: StoreURL,
-        *,
-        pool_size: int = 5,
-        max_overflow: int = 10,
-        listen: StoreURL | None = None,
-        namespace: Namespace = DEFAULT,
-        reconnect_timeout: float = 0.0,
-        replica: StoreURL | None = None,
-        replica_wait: float = 1.0,
+        self, target: StoreURL, options: PostgresOptions, namespace: Namespace = DEFAULT
     ) -> None:
+        listen, replica = options.listen, options.replica
+        reconnect_timeout, replica_wait = options.reconnect_timeout, options.replica_wait
         self._target = target
         self._namespace = namespace
         self._sql = statements(namespace)  # the default namespace's: compiled once
@@ -77,8 +71,8 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
         self._listen = listen if listen is not None else None if target.pooler else target
         self._pool = Connections(
             target,
-            pool_size=pool_size,
-            max_overflow=max_overflow,
+            pool_size=options.pool_size,
+            max_overflow=options.max_overflow,
             reconnect_timeout=reconnect_timeout,
             replica=replica,
         )
