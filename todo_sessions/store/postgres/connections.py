@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.util import greenlet_spawn
 
 from ...errors import StoreError
 from ..engine import HostChoice, StoreURL, make_pg_engine
@@ -19,9 +20,19 @@ from ..retry import until_reachable
 from .driver import classify_error, connection_lost, run_locked_on_engine, unwrapped
 from .listener import PgListener
 
-__all__ = ["Connections", "LoopConnections"]
+__all__ = ["Connections", "LoopConnections", "drop_idle"]
 
 T = TypeVar("T")
+
+
+async def drop_idle(engine: AsyncEngine) -> None:
+    """Close the pool's idle connections (after a lost one: they usually died together),
+    keeping the pool. Not ``engine.dispose()``: that replaces the pool, and the connections
+    other tasks have checked out of the old one go back into it when they are done, where
+    nothing ever closes them: the collector finds them, and asyncpg warns "connection
+    garbage-collected unclosed". Returned to the pool kept here, a dead one fails its next
+    use and is dropped then."""
+    await greenlet_spawn(engine.sync_engine.pool.dispose)
 
 
 @dataclass(slots=True)
@@ -135,7 +146,7 @@ class Connections:
                     with contextlib.suppress(Exception):
                         await conn.invalidate(exc if isinstance(exc, Exception) else None)
                     with contextlib.suppress(Exception):
-                        await engine.dispose()
+                        await drop_idle(engine)
                 raise
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
@@ -171,7 +182,7 @@ class Connections:
             if not refused(exc):
                 raise
         with contextlib.suppress(Exception):
-            await (await self.engine()).dispose()  # its connections: all the standby's?
+            await drop_idle(await self.engine())  # its connections: all the standby's?
         return await until_reachable(self.reconnect_timeout, run, refused)
 
     async def close(self) -> None:

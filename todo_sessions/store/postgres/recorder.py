@@ -32,7 +32,7 @@ from ..retry import until_reachable
 from ..snapshots import SnapshotReads
 from ..wakeups import LocalWakeups, Wait
 from . import transactions
-from .connections import Connections
+from .connections import Connections, drop_idle
 from .driver import (
     classify_error,
     connection_lost,
@@ -207,7 +207,7 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
             if not connection_lost(exc):
                 raise
             with contextlib.suppress(Exception):
-                await engine.dispose()
+                await drop_idle(engine)
             return FALL_BACK  # the replica is down: the primary serves
 
     def _need(self, session_id: str, lsn: str | None) -> None:
