@@ -294,9 +294,9 @@ def hold_off_idle_indexing(held: bool) -> None:
     """Keep the stores from catching up in the background (a backlog to measure), or not:
     SQLite's writer thread and PostgreSQL's `IdleIndexer`."""
     from todo_sessions.store import idle_index
-    from todo_sessions.store import sqlite as sqlite_recorder
+    from todo_sessions.store.sqlite import writer as sqlite_writer
 
-    for module in (sqlite_recorder, idle_index):
+    for module in (sqlite_writer, idle_index):
         module.INDEX_IDLE = 1e9 if held else 0.1  # type: ignore[attr-defined]
         module.INDEX_BACKLOG = 1 << 62 if held else 20_000  # type: ignore[attr-defined]
 

@@ -47,7 +47,7 @@ an ``assistant/message`` with one text block (about 295 bytes of JSON). Per roun
   store.current_todos(id)`` on that round's 100k session. Baseline: ``SELECT seq, data FROM
   session_events WHERE session_id=? AND type='todo/write' ORDER BY seq DESC LIMIT 1`` (the
   same index) and json.loads.
-- stack, "store vs aiosqlite statement-by-statement" (500 appends): why store/sqlite.py runs
+- stack, "store vs aiosqlite statement-by-statement" (500 appends): why store/sqlite/ runs
   whole transactions on threads of its own. Single appends through the store, against
   ``aiosqlite.connect(path, isolation_level=None)`` with the same PRAGMAs running the same
   five statements one ``await`` each (BEGIN IMMEDIATE, ``execute_fetchall`` of the state,

@@ -31,7 +31,7 @@ from todo_sessions import (
     StoreError,
 )
 from todo_sessions.store.maintenance import run_maintenance
-from todo_sessions.store.sqlite import THREADS
+from todo_sessions.store.sqlite.readers import THREADS
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
 
@@ -279,13 +279,13 @@ async def test_an_append_behind_a_close_is_refused_and_opens_nothing(tmp_path: P
     """An SQLite store works from any loop, so one loop may close it while another appends.
     An append that reaches the writer after the close's first step gets a `StoreError` and
     never reopens a connection behind the close."""
-    from todo_sessions.store.sqlite import _close_writer
+    from todo_sessions.store.sqlite.writer import close_writer
 
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
         writer = store._recorder._writer  # type: ignore[union-attr]
-        await writer.call(_close_writer, writer)  # the racing close got this far
+        await writer.call(close_writer, writer)  # the racing close got this far
         with pytest.raises(StoreError, match="closed before this could run"):
             await store.append("s", turn(6, 2))
         assert writer.conn is None
@@ -294,15 +294,16 @@ async def test_an_append_behind_a_close_is_refused_and_opens_nothing(tmp_path: P
 
 
 async def test_jobs_queued_behind_the_stop_are_refused_not_left_waiting(tmp_path: Path) -> None:
-    from todo_sessions.store.sqlite import _CallJob, _noop, _Writer
+    from todo_sessions.store.sqlite.handoff import CallJob
+    from todo_sessions.store.sqlite.writer import Writer, noop
 
     async with SessionStore(tmp_path / "s.db") as store:
         recorder: Any = store._recorder
-        writer = _Writer(recorder._target, recorder._options, recorder._sql.append)
-        await writer.call(_noop)
+        writer = Writer(recorder._target, recorder._options, recorder._sql.append)
+        await writer.call(noop)
         late: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         writer._jobs.put(None)  # a stop got there first ...
-        writer._jobs.put(_CallJob(_noop, (), late))  # ... and this job came right behind it
+        writer._jobs.put(CallJob(noop, (), late))  # ... and this job came right behind it
         await asyncio.to_thread(writer._thread.join, 10)
         assert not writer._thread.is_alive()
         writer.fail_leftovers()

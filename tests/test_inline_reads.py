@@ -23,8 +23,8 @@ import pytest
 from factories import T0, header, todo_write, turn
 
 from todo_sessions import SessionEvent, SessionStore, StoreBusyError
-from todo_sessions.store import sqlite as sqlite_backend
-from todo_sessions.store.sqlite import begin_write
+from todo_sessions.store.sqlite import readers as sqlite_readers
+from todo_sessions.store.sqlite.driver import begin_write
 
 HOLD = 3.0
 """How long the other process holds its locks (seconds)."""
@@ -92,13 +92,13 @@ async def test_current_todos_inline_beside_another_process_s_write_lock_and_chec
     path = tmp_path / "s.db"
     store = await _seeded(path)
     hops: list[Any] = []
-    run = sqlite_backend._Readers.run
+    run = sqlite_readers.Readers.run
 
     async def counted(self: Any, op: Any, *args: Any) -> Any:
         hops.append(op)
         return await run(self, op, *args)
 
-    monkeypatch.setattr(sqlite_backend._Readers, "run", counted)
+    monkeypatch.setattr(sqlite_readers.Readers, "run", counted)
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-c", LOCKER, str(path), str(HOLD), stdout=asyncio.subprocess.PIPE
     )
@@ -144,7 +144,7 @@ async def test_a_busy_inline_read_falls_back_to_a_reader_thread(
     store = await _seeded(tmp_path / "s.db")
     try:
         expected = await store.current_todos("s1")
-        real, threads = sqlite_backend._read_on, []
+        real, threads = sqlite_readers.read_on, []
 
         def busy_inline(conn: sqlite3.Connection, reads: Any, op: Any, args: Any) -> Any:
             threads.append(threading.current_thread())
@@ -152,7 +152,7 @@ async def test_a_busy_inline_read_falls_back_to_a_reader_thread(
                 raise sqlite3.OperationalError("database is locked")
             return real(conn, reads, op, args)
 
-        monkeypatch.setattr(sqlite_backend, "_read_on", busy_inline)
+        monkeypatch.setattr(sqlite_readers, "read_on", busy_inline)
         assert await store.current_todos("s1") == expected
         assert await store.latest_event("s1", "todo/write") is not None
         assert threads[0] is threading.main_thread()
@@ -198,12 +198,12 @@ async def test_no_inline_read_on_the_writer_s_thread(tmp_path: Path) -> None:
         def from_writer_thread(conn: sqlite3.Connection) -> Any:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                return readers.inline(sqlite_backend.reads.latest_todos, ("s1", None))
+                return readers.inline(sqlite_readers.reads.latest_todos, ("s1", None))
             finally:
                 conn.execute("ROLLBACK")
 
-        assert await writer.call(from_writer_thread) is sqlite_backend._WAIT
-        inline = readers.inline(sqlite_backend.reads.latest_todos, ("s1", None))
+        assert await writer.call(from_writer_thread) is sqlite_readers.WAIT
+        inline = readers.inline(sqlite_readers.reads.latest_todos, ("s1", None))
         assert [t.content for t in inline] == ["ship"]
     finally:
         await store.aclose()

@@ -50,6 +50,11 @@ def test_the_package_keeps_every_contract() -> None:
         # a lower layer importing a higher one
         ({"core/todos.py": "from ..store import schema"}, "core -> store -> live sessions"),
         ({"store/codec.py": "from .._session import Session"}, "core -> store -> live sessions"),
+        # the store importing anything above it (a backend module included)
+        (
+            {"store/sqlite/writer.py": "from ..._jsonl import export_session"},
+            "the store imports nothing above it",
+        ),
         # two bridges that must stay independent
         ({"web/render.py": "from ..acp import mapping"}, "core -> store -> live sessions"),
         # the viewer and the harness

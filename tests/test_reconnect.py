@@ -17,7 +17,7 @@ from factories import T0, header
 from pg_chaos import TcpProxy, terminate_backends
 
 from todo_sessions import SeqConflictError, SessionEvent, SessionStore, StoreUnavailableError
-from todo_sessions.store import postgres
+from todo_sessions.store.postgres import transactions as pg_transactions
 
 
 def event(seq: int, text: str = "x") -> SessionEvent:
@@ -97,7 +97,7 @@ def lose_the_connection(
     """Make the store's next append lose its connection: before the transaction reaches the
     server's commit (``after_commit=False``: nothing is stored) or after the server committed
     but before the client heard so (``after_commit=True``). Returns a log of what happened."""
-    real = postgres._append
+    real = pg_transactions.append
     log: list[str] = []
 
     async def sabotaged(driver: Any, batch: Any, *statements: Any) -> Any:
@@ -117,7 +117,7 @@ def lose_the_connection(
             )
         return await real(driver, batch, *statements)  # fails for real: the connection died
 
-    monkeypatch.setattr(postgres, "_append", sabotaged)
+    monkeypatch.setattr(pg_transactions, "append", sabotaged)
     return log
 
 
@@ -145,18 +145,18 @@ async def test_lost_confirmation_with_other_rows_stored_is_a_seq_conflict(
     async with SessionStore(pg_url) as store:
         await store.create(header("s"))
         await store.append("s", [event(0)])
-        real = postgres._append
-        monkeypatch.setattr(postgres, "_append", real)  # the rival appends normally
+        real = pg_transactions.append
+        monkeypatch.setattr(pg_transactions, "append", real)  # the rival appends normally
 
         async def someone_else_wins(driver: Any, batch: Any, *statements: Any) -> Any:
-            monkeypatch.setattr(postgres, "_append", real)
+            monkeypatch.setattr(pg_transactions, "append", real)
             async with SessionStore(pg_url) as rival:
                 await rival.append("s", [event(1, "rival")])
             await terminate_backends(pg_url)
             await asyncio.sleep(0.05)
             return await real(driver, batch, *statements)
 
-        monkeypatch.setattr(postgres, "_append", someone_else_wins)
+        monkeypatch.setattr(pg_transactions, "append", someone_else_wins)
         with pytest.raises(SeqConflictError, match="stored next seq is 2"):
             await store.append("s", [event(1, "mine")])
     events = await stored(pg_url, "s")

@@ -25,17 +25,20 @@ from todo_sessions import (
 )
 from todo_sessions.core.checkpoint import LiveState
 from todo_sessions.core.meta import batch_change
+from todo_sessions.core.search import DEFAULT_KINDS, parse_query
 from todo_sessions.store.backends import BackendRecorder, open_recorder
 from todo_sessions.store.batch import AppendBatch, projection_of
 from todo_sessions.store.checkpoints import CheckpointWrite
 from todo_sessions.store.codec import event_row, header_row
 from todo_sessions.store.engine import SQLiteOptions, parse_url
-from todo_sessions.store.indexer import newest_pending
+from todo_sessions.store.index_ops import IndexRow, SearchRow, index_rows_of
 from todo_sessions.store.leases import Lease
 from todo_sessions.store.migrate import head_revision, namespace_of
+from todo_sessions.store.queries import SUMMARY_COLUMNS
 from todo_sessions.store.reads import ListFilters
 from todo_sessions.store.recorder import Recorder
-from todo_sessions.store.search import expected_rows, stored_rows
+from todo_sessions.store.records import SessionRow, SummaryRow, UsagePayload
+from todo_sessions.store.search import SearchFilters, expected_rows
 
 NOW = T0 + 1_000
 
@@ -127,14 +130,14 @@ async def test_append_under_the_seq_check_and_the_reads_by_range(
 
     row = await recorder.find_session("s")
     assert row is not None
-    assert (row["next_seq"], row["revision"], row["cwd"]) == (12, 2, "/repo")
+    assert (row.next_seq, row.revision, row.cwd) == (12, 2, "/repo")
     assert await recorder.find_session("nobody") is None
-    assert (await recorder.read_session("s"))["incarnation"] == incarnation
+    assert (await recorder.read_session("s")).incarnation == incarnation
     with pytest.raises(SessionNotFoundError):
         await recorder.read_session("nobody")
 
     row, events = await recorder.read_events("s", 0)
-    assert events == [*turn(0), *turn(6, 2)] and row["next_seq"] == 12
+    assert events == [*turn(0), *turn(6, 2)] and row.next_seq == 12
     assert (await recorder.read_events("s", 4, 3))[1] == [*turn(0)[4:], *turn(6, 2)[:1]]
     assert (await recorder.read_events("s", 12))[1] == []
 
@@ -147,7 +150,9 @@ async def test_append_under_the_seq_check_and_the_reads_by_range(
     assert await recorder.latest_todos("s", 1) is None
 
     summary = await recorder.read_summary("s")
-    assert (summary["id"], summary["next_seq"], summary["open_todos"]) == ("s", 12, True)
+    assert isinstance(summary, SummaryRow) and SummaryRow._fields == SUMMARY_COLUMNS
+    assert isinstance(row, SessionRow)
+    assert (summary.id, summary.next_seq, summary.open_todos) == ("s", 12, True)
     assert await recorder.seqs_past_end("s", 10) == []
 
 
@@ -196,18 +201,17 @@ async def test_list_sessions_with_filters_ids_and_usage(recorder: BackendRecorde
         batch("c", [assistant(0, {"input_tokens": 3}), todo_write(1)], new=True, now=NOW + 2)
     )
     page = await recorder.list_sessions(10, None, None)
-    assert [r["id"] for r in page] == ["c", "b", "a"]  # newest activity first
-    assert [r["id"] for r in await recorder.list_sessions(1, (NOW + 2, "c"), None)] == ["b"]
-    assert [r["id"] for r in await recorder.list_sessions(10, None, ListFilters(cwd="/one"))] == [
-        "a"
-    ]
+    assert [r.id for r in page] == ["c", "b", "a"]  # newest activity first
+    assert [r.id for r in await recorder.list_sessions(1, (NOW + 2, "c"), None)] == ["b"]
+    assert [r.id for r in await recorder.list_sessions(10, None, ListFilters(cwd="/one"))] == ["a"]
     open_todos = ListFilters(has_open_todos=True)
-    assert [r["id"] for r in await recorder.list_sessions(10, None, open_todos)] == ["a"]
+    assert [r.id for r in await recorder.list_sessions(10, None, open_todos)] == ["a"]
     assert await recorder.session_ids("sessions", "", 10) == ["a", "b", "c"]
     assert await recorder.session_ids("sessions", "a", 1) == ["b"]
     assert await recorder.session_ids("events", "", 10) == ["a", "b", "c"]
     usage = await recorder.usage_payloads("c")
-    assert [(seq, data["usage"]) for seq, data in usage] == [(0, {"input_tokens": 3})]
+    assert [(u.seq, u.data["usage"]) for u in usage] == [(0, {"input_tokens": 3})]
+    assert all(isinstance(u, UsagePayload) for u in usage)
 
 
 async def test_leases_acquire_renew_release_and_fence_appends(recorder: BackendRecorder) -> None:
@@ -250,39 +254,89 @@ async def test_delete_removes_the_session_its_events_and_its_lease(
 
 
 async def test_catch_up_index_takes_every_committed_append_once(
-    recorder: BackendRecorder, db_url: str
+    recorder: BackendRecorder,
 ) -> None:
-    tables = namespace_of(parse_url(db_url)).tables
-
-    def index_of(session_id: str) -> Any:
-        return lambda conn: stored_rows(conn, tables, session_id)
-
-    def pending(conn: Any) -> int | None:
-        return newest_pending(conn, tables)
-
     first = [*turn(0), user_message(6, "findme first")]
     await recorder.append(batch("s", first, new=True, index=True))
     second = [user_message(7, "findme second"), *turn(8)]
     await recorder.append(batch("s", second, index=True))
     await recorder.append(batch("off", turn(0), new=True))  # the index off: nothing pending
     logged = [*first, *second]
-    expected = expected_rows("s", ((e.seq, e.type, json.loads(e.data_json)) for e in logged))
+    expected = index_rows_of(
+        expected_rows("s", ((e.seq, e.type, json.loads(e.data_json)) for e in logged))
+    )
     assert expected
     # the writer may have caught up while idle (SQLite): the rows are there once either way
     written = await recorder.catch_up_index()
     assert written in (0, len(expected))
-    assert await recorder.run_maintenance(index_of("s"), write=False) == expected
-    assert await recorder.run_maintenance(pending, write=False) is None
+    assert await recorder.index_rows("s") == expected
+    assert await recorder.pending_index() is None
     assert await recorder.catch_up_index() == 0  # nothing pending: nothing written twice
-    assert await recorder.run_maintenance(index_of("s"), write=False) == expected
-    assert await recorder.run_maintenance(index_of("off"), write=False) == []
+    assert await recorder.index_rows("s") == expected
+    assert await recorder.index_rows("off") == []
 
     # a session deleted before its pending append was indexed: nothing indexed, nothing left
     await recorder.append(batch("gone", [user_message(0, "findme gone")], new=True, index=True))
     assert await recorder.delete("gone")
     assert await recorder.catch_up_index() == 0
-    assert await recorder.run_maintenance(index_of("gone"), write=False) == []
-    assert await recorder.run_maintenance(pending, write=False) is None
+    assert await recorder.index_rows("gone") == []
+    assert await recorder.pending_index() is None
+
+
+async def test_search_finds_indexed_events_newest_first_in_typed_rows(
+    recorder: BackendRecorder,
+) -> None:
+    await recorder.append(batch("s", [user_message(0, "findme one")], new=True, index=True))
+    await recorder.append(batch("s", [user_message(1, "findme two")], index=True))
+    await recorder.append(batch("t", [user_message(0, "other words")], new=True, index=True))
+    await recorder.catch_up_index()
+    query = parse_query("findme")
+    page = await recorder.search(query, DEFAULT_KINDS, SearchFilters(), 10, None)
+    assert [(r.session_id, r.seq) for r in page.rows] == [("s", 1), ("s", 0)]
+    assert all(isinstance(r, SearchRow) for r in page.rows)
+    assert page.rows[0].type == "user/message" and "findme two" in page.rows[0].body
+    assert page.replacing == frozenset()  # nothing in "s" replaced anything
+    older = await recorder.search(query, DEFAULT_KINDS, SearchFilters(), 10, page.rows[0].id)
+    assert [(r.session_id, r.seq) for r in older.rows] == [("s", 0)]
+    only_t = await recorder.search(
+        parse_query("words"), DEFAULT_KINDS, SearchFilters(cwd="/nowhere"), 10, None
+    )
+    assert only_t.rows == []
+
+
+async def test_reindex_rebuilds_the_index_from_the_logs(recorder: BackendRecorder) -> None:
+    await recorder.append(batch("s", [user_message(0, "findme")], new=True, index=True))
+    await recorder.append(batch("off", [user_message(0, "unindexed")], new=True))
+    assert await recorder.index_rows("off") == []
+    assert await recorder.reindex() == 2  # both logs, one row each
+    assert await recorder.pending_index() is None
+    assert await recorder.index_rows("off") == [IndexRow("off", 0, "user", "unindexed")]
+    assert await recorder.index_problems() == []
+
+
+async def test_search_config_is_postgresql_s(recorder: BackendRecorder) -> None:
+    if recorder.dialect == "sqlite":
+        assert await recorder.search_config() is None
+        return
+    assert await recorder.search_config() == "simple"
+    with pytest.raises(ValueError, match="not a text search configuration"):
+        await recorder.reindex(search_config="no_such_config")
+    assert await recorder.search_config() == "simple"  # nothing changed
+    await recorder.reindex(search_config="english")
+    assert await recorder.search_config() == "english"
+    await recorder.reindex(search_config="simple")
+
+
+async def test_thin_checkpoints_keeps_the_newest(recorder: BackendRecorder) -> None:
+    await recorder.append(batch("s", turn(0), new=True))
+    text = LiveState.empty().encode()
+    for seq in (1, 2, 3):
+        assert await recorder.write_checkpoint(CheckpointWrite("s", seq, text, NOW, 10))
+    assert await recorder.thin_checkpoints("s", 5) == 0
+    assert await recorder.thin_checkpoints("s", 2) == 1
+    assert [c[0] for c in await recorder.read_checkpoints("s")] == [2, 3]
+    assert await recorder.thin_checkpoints("s", 0) == 2
+    assert await recorder.read_checkpoints("s") == []
 
 
 async def test_wait_for_append_returns_when_the_session_grows(recorder: BackendRecorder) -> None:

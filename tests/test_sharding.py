@@ -14,7 +14,7 @@ import pytest
 
 from todo_sessions.store import postgres
 from todo_sessions.store.namespace import DEFAULT, Namespace
-from todo_sessions.store.reads import list_statement
+from todo_sessions.store.read_sql import list_statement
 
 SESSION_KEY = {
     "sessions": "id",

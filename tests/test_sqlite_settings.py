@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from todo_sessions import SessionStore, StoreBusyError
 from todo_sessions.store.engine import SQLiteOptions, parse_url
 from todo_sessions.store.maintenance import run_maintenance
-from todo_sessions.store.sqlite import connect_sqlite
+from todo_sessions.store.sqlite.driver import connect_sqlite
 
 
 def pragmas(conn: Connection) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 migration's recorder), `run_locked_on_engine` and `lock_host_connection` (a host's own
 engine or connection), `classify_error` (each driver's half of error translation).
 
-A backend is one module that owns everything of its driver: ``store/sqlite.py`` (``sqlite3``)
-and ``store/postgres.py`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
+A backend is one package that owns everything of its driver: ``store/sqlite/`` (``sqlite3``)
+and ``store/postgres/`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
 maintenance hatch below, its migration lock, and its ``classify_error``.
 """
 
@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from . import postgres, sqlite
 from .engine import SQLiteOptions, StoreURL, parse_url, replica_url
 from .namespace import DEFAULT, Namespace
+from .options import PostgresOptions
 from .recorder import Recorder
 
 __all__ = [
@@ -54,34 +55,20 @@ class BackendRecorder(Recorder, Protocol):
 def open_recorder(
     target: StoreURL,
     *,
-    sqlite: SQLiteOptions,
-    pool_size: int = 5,
-    max_overflow: int = 10,
-    listen: StoreURL | None = None,
+    sqlite: SQLiteOptions | None = None,
+    postgres: PostgresOptions | None = None,
     namespace: Namespace | None = None,
-    reconnect_timeout: float = 0.0,
-    replica: StoreURL | None = None,
-    replica_wait: float = 1.0,
 ) -> BackendRecorder:
-    """The recorder for ``target``'s backend (not yet connected), for the tables of
-    ``namespace`` (None: the default namespace)."""
+    """The recorder for ``target``'s backend (not yet connected) with that backend's options
+    (None: the defaults), for the tables of ``namespace`` (None: the default namespace)."""
     namespace = DEFAULT if namespace is None else namespace
     namespace.check_dialect(target.dialect)
     if target.dialect == "postgresql":
-        return postgres.PostgresRecorder(
-            target,
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            listen=listen,
-            namespace=namespace,
-            reconnect_timeout=reconnect_timeout,
-            replica=replica,
-            replica_wait=replica_wait,
-        )
-    return _sqlite.SQLiteRecorder(target, sqlite, namespace)
+        return _postgres.PostgresRecorder(target, postgres or PostgresOptions(), namespace)
+    return _sqlite.SQLiteRecorder(target, sqlite or SQLiteOptions(), namespace)
 
 
-_sqlite = sqlite  # the module (``open_recorder`` has a parameter of that name)
+_sqlite, _postgres = sqlite, postgres  # the modules (``open_recorder``'s parameters' names)
 
 
 def check_listen_target(listen: StoreURL) -> None:

@@ -8,11 +8,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar
 
 from sqlalchemy.engine import URL
 
@@ -25,7 +25,9 @@ from .backends import BackendRecorder, check_listen_target, open_recorder, repli
 from .engine import SQLiteOptions, StoreURL, parse_url
 from .migrate import namespace_of, prepare_schema
 from .namespace import Namespace
+from .options import PostgresOptions
 from .recorder import Recorder
+from .records import SummaryRow
 from .results import SessionSummary, revision_token
 from .translate import translate_errors
 
@@ -92,16 +94,19 @@ class StoreCore:
         )
         """Where this store's tables are (`Namespace`: a schema, a table prefix, or the
         default)."""
-        self._listen = parse_url(listen_url) if listen_url is not None else None
-        if self._listen is not None:
-            check_listen_target(self._listen)
-        self._replica = replica_target(self._target, read_url)
+        listen = parse_url(listen_url) if listen_url is not None else None
+        if listen is not None:
+            check_listen_target(listen)
         if reconnect_timeout is None:  # several hosts: a failover is expected, wait for it
             reconnect_timeout = FAILOVER_TIMEOUT if self._target.hosts else 0.0
-        if reconnect_timeout < 0 or replica_wait < 0:
-            raise ValueError("reconnect_timeout and replica_wait must be >= 0")
-        self._reconnect_timeout = float(reconnect_timeout)
-        self._replica_wait = float(replica_wait)
+        self._postgres = PostgresOptions(
+            pool_size=pool_size,
+            listen=listen,
+            reconnect_timeout=float(reconnect_timeout),
+            replica=replica_target(self._target, read_url),
+            replica_wait=float(replica_wait),
+        )
+        """The PostgreSQL options (`options.PostgresOptions`)."""
         if self._target.read_only:  # ``?mode=ro``
             if read_only is False:
                 raise ValueError("read_only=False contradicts mode=ro in the database URL")
@@ -111,9 +116,9 @@ class StoreCore:
             read_only = path is not None and path.is_file() and not _writable(path)
         self.read_only = read_only
         self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
+        """The SQLite options (`engine.SQLiteOptions`)."""
         self.strict = strict
         self._migrate = migrate
-        self._pool_size = pool_size
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
@@ -181,12 +186,8 @@ class StoreCore:
         recorder = open_recorder(
             self._target,
             sqlite=self._sqlite,
-            pool_size=self._pool_size,
-            listen=self._listen,
+            postgres=self._postgres,
             namespace=self.namespace,
-            reconnect_timeout=self._reconnect_timeout,
-            replica=self._replica,
-            replica_wait=self._replica_wait,
         )
         try:
             with translate_errors(f"opening {self.url}"):
@@ -253,24 +254,24 @@ class StoreCore:
         with translate_errors(what):
             return await operation(recorder)
 
-    def _summary(self, r: Mapping[str, Any]) -> SessionSummary:
-        tags, metadata = r["tags"], r["metadata"]
+    def _summary(self, r: SummaryRow) -> SessionSummary:
+        tags, metadata = r.tags, r.metadata
         try:
             return SessionSummary(
-                id=r["id"],
-                created_at=r["created_at"],
-                updated_at=r["updated_at"],
-                cwd=r["cwd"],
-                title=r["title"],
-                next_seq=r["next_seq"],
-                revision=self._token(r["incarnation"], r["revision"]),
-                parent=r["parent_session"],
+                id=r.id,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                cwd=r.cwd,
+                title=r.title,
+                next_seq=r.next_seq,
+                revision=self._token(r.incarnation, r.revision),
+                parent=r.parent_session,
                 tags=() if tags is None else tuple(decode_json(tags, strict=False)),
                 metadata={} if metadata is None else decode_json(metadata, strict=False),
-                open_todos=bool(r["open_todos"]),
+                open_todos=bool(r.open_todos),
             )
         except (ValueError, TypeError) as exc:
-            raise CorruptSessionError(r["id"], None, f"stored tags or metadata: {exc}") from None
+            raise CorruptSessionError(r.id, None, f"stored tags or metadata: {exc}") from None
 
     def _skipped(self, session_id: str, skipped: list[str]) -> None:
         for reason in skipped:

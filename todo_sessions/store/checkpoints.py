@@ -4,7 +4,7 @@ Checkpoints are derived data, the only rows the library deletes and rewrites: a 
 written for a seq at or below the stored end of its session (the events it folds are stored),
 replacing any earlier one at that seq, and only the newest ``keep`` of a session are kept.
 Each backend runs that in one write transaction with its own compiled statements
-(`Recorder.write_checkpoint`); reading them is `reads.live_state` / `reads.surface_state`.
+(`Recorder.write_checkpoint`); reading them is `folds.live_state` / `folds.surface_state`.
 """
 
 from __future__ import annotations

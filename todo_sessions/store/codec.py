@@ -19,6 +19,7 @@ from ..core.jsonvalue import canonical_json, decode_fast
 from ..core.todos import todo_list_problem
 from ..core.types import TODO_WRITE
 from ..errors import CorruptSessionError, FormatUnsupportedError, InvalidEventError
+from .records import SessionRow
 
 __all__ = [
     "check_format_version",
@@ -73,23 +74,23 @@ def check_format_version(session_id: str, version: int) -> None:
         )
 
 
-def header_from_row(row: Any) -> SessionHeader:
-    """A header from a ``sessions`` row (mapping-like)."""
-    check_format_version(row["id"], row["format_version"])
+def header_from_row(row: SessionRow) -> SessionHeader:
+    """A header from a ``sessions`` row."""
+    check_format_version(row.id, row.format_version)
     try:
         return SessionHeader(
-            id=row["id"],
-            created_at=row["created_at"],
-            cwd=row["cwd"],
-            parent_session=row["parent_session"],
-            seed_length=row["seed_length"],
-            origin=row["origin"],
-            delegation_depth=row["delegation_depth"],
-            title=row["title"],
-            format_version=row["format_version"],
+            id=row.id,
+            created_at=row.created_at,
+            cwd=row.cwd,
+            parent_session=row.parent_session,
+            seed_length=row.seed_length,
+            origin=row.origin,
+            delegation_depth=row.delegation_depth,
+            title=row.title,
+            format_version=row.format_version,
         )
     except InvalidEventError as exc:
-        raise CorruptSessionError(row["id"], None, f"stored header is invalid: {exc}") from None
+        raise CorruptSessionError(row.id, None, f"stored header is invalid: {exc}") from None
 
 
 def _surface_op(text: str) -> SurfaceOp:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-from sqlalchemy.engine import Connection
 
 from ..core.envelope import SessionEvent
 from ..core.search import DEFAULT_KINDS, KINDS, SearchQuery, parse_query, snippet
-from ..core.types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 from ..errors import SessionNotFoundError
 from . import search as index
-from .indexer import clear_pending, lock_statement
+from .index_ops import SURFACE_TYPES, SearchRow, index_rows_of
 from .listing import Listing, check_filters
 from .results import SearchHit
 from .translate import translate_errors
@@ -45,27 +41,22 @@ _BUILDING = threading.Lock()
 
 
 async def _snippets(
-    rows: Sequence[dict[str, Any]], query: SearchQuery
+    rows: Sequence[SearchRow], query: SearchQuery
 ) -> list[tuple[str, tuple[tuple[int, int], ...]]]:
     def build() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
-        return [snippet(row["body"], query) for row in rows]
+        return [snippet(row.body, query) for row in rows]
 
     def build_alone() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
         with _BUILDING:
             return build()
 
-    if sum(len(row["body"]) for row in rows) <= INLINE_SNIPPET_CHARS:
+    if sum(len(row.body) for row in rows) <= INLINE_SNIPPET_CHARS:
         return build()
     return await asyncio.to_thread(build_alone)
 
 
 class Finding(Listing):
     """`search`, `reindex` and the index's own check (`search_index_problems`)."""
-
-    async def _on_connection(self, what: str, fn: Any, *, write: bool = False) -> Any:
-        recorder = await self._ready()
-        with translate_errors(what):
-            return await recorder.run_maintenance(fn, write=write)
 
     async def _index_caught_up(self) -> None:
         """Bring the search index up to every append committed so far, from any process
@@ -107,42 +98,30 @@ class Finding(Listing):
         if before is not None and not isinstance(before, SearchHit):
             raise TypeError(f"before must be a SearchHit, got {type(before).__name__}")
         filters = index.SearchFilters(cwd, tag, since, until)
-        tables = self.namespace.tables
         after = None if before is None else before.index_id
-
-        def page(conn: Connection) -> tuple[list[dict[str, Any]], set[str]]:
-            rows = index.search_page(conn, tables, parsed, chosen, filters, limit, after)
-            placed = {r["session_id"] for r in rows if r["type"] in _SURFACE_TYPES}
-            return rows, index.replacing_sessions(conn, tables, sorted(placed))
-
         await self._index_caught_up()
-        rows, replacing = await self._on_connection("searching sessions", page)
-        snippets = await _snippets(rows, parsed)
+        found = await self._call(
+            "searching sessions", lambda r: r.search(parsed, chosen, filters, limit, after)
+        )
+        replacing = found.replacing
+        snippets = await _snippets(found.rows, parsed)
         surfaces: dict[str, frozenset[int]] = {}
         hits: list[SearchHit] = []
-        for row in rows:
-            sid = row["session_id"]
+        for row in found.rows:
+            sid = row.session_id
             in_history: bool | None = None
-            if row["type"] in _SURFACE_TYPES:
+            if row.type in SURFACE_TYPES:
                 # appended to the surface, and nothing in the session ever replaced anything:
                 # still on it; else the surface says (folded once per session of the page)
-                in_history = row["surface_op"] is not None
+                in_history = row.surface_op is not None
                 if in_history and sid in replacing:
                     if sid not in surfaces:
                         surfaces[sid] = await self._surface_seqs(sid)
-                    in_history = row["seq"] in surfaces[sid]
+                    in_history = row.seq in surfaces[sid]
             text, marks = snippets[len(hits)]
             hits.append(
                 SearchHit(
-                    sid,
-                    row["title"],
-                    row["seq"],
-                    row["kind"],
-                    row["type"],
-                    text,
-                    marks,
-                    in_history,
-                    row["id"],
+                    sid, row.title, row.seq, row.kind, row.type, text, marks, in_history, row.id
                 )
             )
         return hits
@@ -166,29 +145,17 @@ class Finding(Listing):
         from now on, for every store on this database (``english`` stems: ``running`` finds
         ``runs``); a name the server does not know is a `ValueError`. See `search_config`."""
         self._check_writable("rebuild the search index")
-        tables = self.namespace.tables
         if search_config is not None:
             index.check_config_backend(self.dialect, search_config)
-
-        def rebuild(conn: Connection) -> int:
-            if conn.dialect.name == "postgresql":  # no catch-up or delete meanwhile
-                conn.execute(lock_statement(tables))
-            if search_config is not None:
-                index.set_search_config(conn, tables, search_config)
-            clear_pending(conn, tables)  # the fill reads every log after this
-            index.clear_index(conn, tables)
-            return index.fill_index(conn, tables)
-
-        return int(await self._on_connection("rebuilding the search index", rebuild, write=True))
+        return await self._call(
+            "rebuilding the search index", lambda r: r.reindex(search_config=search_config)
+        )
 
     async def search_config(self) -> str | None:
         """PostgreSQL: the text search configuration the index is built with (``simple``
         unless `reindex` chose another); SQLite: None (FTS5's ``unicode61 remove_diacritics
         2`` tokenizer, no stemming)."""
-        tables = self.namespace.tables
-        return await self._on_connection(
-            "reading the search configuration", lambda c: index.search_config(c, tables)
-        )
+        return await self._call("reading the search configuration", lambda r: r.search_config())
 
     async def search_index_problems(
         self, session_id: str | None = None, events: Sequence[SessionEvent] | None = None
@@ -196,20 +163,17 @@ class Finding(Listing):
         """What is wrong with the search index: of one session (its rows against its log;
         ``events``: the log already read), or with no id the index as a whole (SQLite: FTS5's
         check of its index against the rows). Empty: nothing. `reindex` repairs either."""
-        tables = self.namespace.tables
         await self._index_caught_up()
         if session_id is None:
-            return list(
-                await self._on_connection(
-                    "checking the search index", lambda c: index.fts_problems(c, tables), write=True
-                )
-            )
+            return await self._call("checking the search index", lambda r: r.index_problems())
         if events is None:
             events = list((await self.read(session_id)).events)
-        expected = index.expected_rows(session_id, ((e.seq, e.type, e.payload) for e in events))
-        stored = await self._on_connection(
+        expected = index_rows_of(
+            index.expected_rows(session_id, ((e.seq, e.type, e.payload) for e in events))
+        )
+        stored = await self._call(
             f"reading the search index of session {session_id!r}",
-            lambda c: index.stored_rows(c, tables, session_id),
+            lambda r: r.index_rows(session_id),
         )
         if stored == expected:
             return []
@@ -217,7 +181,3 @@ class Finding(Listing):
             f"the search index is stale ({len(stored)} row(s) stored, {len(expected)} expected "
             "from the log): run `todo-sessions reindex`"
         ]
-
-
-_SURFACE_TYPES = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
-"""Indexed types that are on the surface (the model's history) unless replaced."""

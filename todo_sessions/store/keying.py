@@ -13,13 +13,14 @@ own link). `unkeyed_link` tells ``verify`` an unkeyed link from a changed event.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.chain import event_text, genesis, link
 from ..errors import ChainKeyError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from .base import StoreCore
+    from .records import ChainRow, SessionRow
 
 __all__ = ["check_append_key", "remember", "unkeyed_link", "unkeyed_report"]
 
@@ -51,25 +52,25 @@ async def check_append_key(store: StoreCore, session_id: str, first: int) -> Non
         )
     except SessionNotFoundError:
         return
-    if len(page) != first - start or page[-1]["seq"] != first - 1:
+    if len(page) != first - start or page[-1].seq != first - 1:
         return
-    kept, before = page[-1]["chain"], page[0]["chain"]
+    kept, before = page[-1].chain, page[0].chain
     if kept is None or before is None:
         return
     key = store._chain_key
     keys = (key, b"") if key else (key,)
     for candidate in keys:
-        previous = genesis(row, candidate) if first == 1 else bytes.fromhex(str(before))
-        if link(previous, event_text(page[-1]), candidate).hex() == kept:
+        previous = genesis(row._asdict(), candidate) if first == 1 else bytes.fromhex(str(before))
+        if link(previous, event_text(page[-1]._asdict()), candidate).hex() == kept:
             return
     raise ChainKeyError(session_id, first - 1, keyed=bool(key))
 
 
-def unkeyed_link(previous: bytes | int, row: dict[str, Any], stored: dict[str, Any]) -> bool:
+def unkeyed_link(previous: bytes | int, row: SessionRow, stored: ChainRow) -> bool:
     """Whether the stored chain value of ``stored`` is its unkeyed link after ``previous``
     (the value before it; at seq 0, ``0``: the unkeyed genesis of the session ``row``)."""
-    before = genesis(row) if isinstance(previous, int) else previous
-    return bool(link(before, event_text(stored)).hex() == stored["chain"])
+    before = genesis(row._asdict()) if isinstance(previous, int) else previous
+    return bool(link(before, event_text(stored._asdict())).hex() == stored.chain)
 
 
 def unkeyed_report(seqs: list[int]) -> tuple[int, str]:

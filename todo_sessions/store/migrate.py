@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..errors import SchemaError
 from . import backends
-from .engine import SQLiteOptions, StoreURL, parse_url
+from .engine import StoreURL, parse_url
 from .namespace import DEFAULT, Namespace, resolve
 from .recorder import Recorder
 from .revisions import (
@@ -90,9 +90,7 @@ async def run_locked(
         if isinstance(target, AsyncEngine):
             return await backends.run_locked_on_engine(target, fn)
         parsed = target if isinstance(target, StoreURL) else parse_url(target)
-        recorder = backends.open_recorder(
-            parsed, sqlite=SQLiteOptions(), namespace=namespace_of(parsed)
-        )
+        recorder = backends.open_recorder(parsed, namespace=namespace_of(parsed))
         try:
             await recorder.open()
             return await recorder.run_locked(fn)
@@ -105,7 +103,7 @@ async def _migrate_url(
 ) -> None:
     """Migrate the database of ``target`` through a recorder of its own (`Recorder.migrate`)."""
     with translate_errors("migrating the database"):
-        recorder = backends.open_recorder(target, sqlite=SQLiteOptions(), namespace=namespace)
+        recorder = backends.open_recorder(target, namespace=namespace)
         try:
             await recorder.open()
             await recorder.migrate(revision, downgrade=downgrade)

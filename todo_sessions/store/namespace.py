@@ -34,7 +34,7 @@ from .queries import (
     compile_append,
     compile_writes,
 )
-from .reads import CompiledRead, compile_reads
+from .read_sql import CompiledRead, compile_reads
 from .schema import (
     DEFAULT_TABLES,
     FTS5_SHADOWS,

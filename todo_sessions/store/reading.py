@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..core.chain import event_text, genesis, link
 from ..core.envelope import SessionEvent
@@ -16,6 +15,7 @@ from .base import StoreCore
 from .codec import header_from_row
 from .keying import unkeyed_link, unkeyed_report
 from .reads import check_from_seq
+from .records import EventsRead, SessionRow
 from .results import SessionSummary, SessionUsage, StoredLog
 
 __all__ = ["Reading"]
@@ -34,14 +34,14 @@ class Reading(StoreCore):
             f"reading session {session_id!r}", lambda r: r.find_session(session_id)
         )
         if row is not None:
-            return self._token(row["incarnation"], row["revision"])
+            return self._token(row.incarnation, row.revision)
         if session_id in self._pending:
             return self._token("", 0)
         raise SessionNotFoundError(session_id)
 
     async def _read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
-    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+    ) -> EventsRead:
         check_session_id(session_id)
         return await self._call(
             f"reading session {session_id!r}",
@@ -61,7 +61,7 @@ class Reading(StoreCore):
         """Header, every event and the revision token, read in one transaction."""
         row, events = await self._read_events(session_id, 0)
         return StoredLog(
-            header_from_row(row), tuple(events), self._token(row["incarnation"], row["revision"])
+            header_from_row(row), tuple(events), self._token(row.incarnation, row.revision)
         )
 
     async def head(self, session_id: str) -> str | None:
@@ -106,12 +106,12 @@ class Reading(StoreCore):
                 lambda r, start=seq: r.read_chain(session_id, start, size),  # type: ignore[misc]
             )
             if value is None:
-                value = genesis(row, key)
+                value = genesis(row._asdict(), key)
             for stored in page:
-                if stored["seq"] != seq:
+                if stored.seq != seq:
                     return seq, f"seq {seq} is missing"
-                previous, value = value, link(value, event_text(stored), key)
-                kept = stored["chain"]
+                previous, value = value, link(value, event_text(stored._asdict()), key)
+                kept = stored.chain
                 if kept is None:
                     return seq, "the event has no chain value (written outside todo_sessions)"
                 if kept != value.hex() and key and unkeyed_link(seq and previous, row, stored):
@@ -129,7 +129,7 @@ class Reading(StoreCore):
                         "rewritten at or before this seq)"
                     )
                 seq += 1
-            if len(page) < size or seq >= row["next_seq"]:
+            if len(page) < size or seq >= row.next_seq:
                 break
         if against and max(against) >= seq:
             return seq, (
@@ -138,7 +138,7 @@ class Reading(StoreCore):
             )
         return unkeyed_report(unkeyed) if unkeyed else None
 
-    async def _session(self, session_id: str) -> dict[str, Any]:
+    async def _session(self, session_id: str) -> SessionRow:
         check_session_id(session_id)
         return await self._call(
             f"reading session {session_id!r}", lambda r: r.read_session(session_id)
@@ -151,7 +151,7 @@ class Reading(StoreCore):
     async def revision(self, session_id: str) -> str:
         """The current revision token of a stored session."""
         row = await self._session(session_id)
-        return self._token(row["incarnation"], row["revision"])
+        return self._token(row.incarnation, row.revision)
 
     async def summary(self, session_id: str) -> SessionSummary:
         """The `list` entry of one session."""

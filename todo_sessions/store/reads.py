@@ -4,19 +4,16 @@ A read operation (``read_events``, ``latest_todos``, ``surface_state``, ``list_s
 takes a `Rows` and does its queries and decoding synchronously, inside one read transaction
 that its recorder opens: on SQLite in a reader thread on a plain ``sqlite3`` connection, on
 PostgreSQL on the asyncpg connection. Both run the same SQLAlchemy Core statements
-(`read_statements` of a namespace's `queries.Queries`), compiled once per driver and namespace
-(`compile_reads`).
+(`read_sql.read_statements`), compiled once per driver and namespace
+(`read_sql.compile_reads`); the state reads that start from a checkpoint are `folds`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from sqlalchemy import and_, bindparam, func, select
-
-from ..core.checkpoint import CheckpointError, LiveState
 from ..core.envelope import SessionEvent
 from ..core.jsonvalue import decode_fast, decode_json
 from ..core.todos import TodoItem, todos_from_payload
@@ -24,216 +21,17 @@ from ..core.types import ASSISTANT_MESSAGE, TODO_WRITE
 from ..errors import CorruptSessionError, InvalidEventError, SessionNotFoundError
 from .batch import AppendBatch, AppendOutcome, check_batch_start
 from .codec import check_format_version, rows_to_events
-from .leases import LEASE_COLUMNS, LeaseHolder, holder_of
-from .queries import DEFAULT_QUERIES, SUMMARY_COLUMNS, Queries, compile_positional
-
-__all__ = [
-    "STATEMENTS",
-    "CompiledRead",
-    "ListFilters",
-    "Rows",
-    "append_outcome",
-    "chain_head",
-    "chain_rows",
-    "checkpoint_list",
-    "checkpoint_texts",
-    "compile_reads",
-    "count_of_type",
-    "find_session",
-    "latest_event",
-    "latest_todos",
-    "lease_holders",
-    "list_sessions",
-    "list_statement",
-    "live_state",
-    "read_events",
-    "read_session",
-    "read_statements",
-    "read_store_id",
-    "read_summary",
-    "seqs_past_end",
-    "session_ids",
-    "surface_state",
-    "usage_payloads",
-]
-
-SESSION_COLUMNS = (
-    "id",
-    "format_version",
-    "created_at",
-    "cwd",
-    "parent_session",
-    "seed_length",
-    "origin",
-    "delegation_depth",
-    "title",
-    "incarnation",
-    "revision",
-    "next_seq",
-    "updated_at",
+from .leases import LeaseHolder, holder_of
+from .read_sql import Rows, list_statement
+from .records import (
+    ChainRow,
+    CheckpointInfo,
+    CheckpointText,
+    EventsRead,
+    SessionRow,
+    SummaryRow,
+    UsagePayload,
 )
-_SID: Any = bindparam("session_id")
-
-
-def read_statements(queries: Queries) -> dict[str, Any]:
-    """The read statements over a namespace's tables, by name."""
-    tables = queries.tables
-    ev, se = tables.session_events.c, tables.sessions.c
-    cp = tables.session_checkpoints.c
-    of_type = tables.session_events.alias("of_type").c
-    latest_seq = (  # of the type, before ``upto`` and the session's end
-        select(of_type.seq)
-        .where(
-            of_type.session_id == se.id,
-            of_type.type == bindparam("type"),
-            of_type.seq < bindparam("upto"),
-            of_type.seq < se.next_seq,
-        )
-        .order_by(of_type.seq.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    event_columns = (
-        ev.seq,
-        ev.type,
-        ev.time,
-        ev.data,
-        ev.surface_op,
-        ev.source_event_seqs,
-        ev.ignorable,
-    )
-    return {
-        "session": select(*(se[name] for name in SESSION_COLUMNS)).where(se.id == _SID),
-        "events": select(*event_columns)
-        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
-        .order_by(ev.seq),
-        "surface": select(*event_columns)
-        .where(
-            ev.session_id == _SID,
-            ev.surface_op.is_not(None),
-            ev.seq >= bindparam("from_seq"),
-            ev.seq < bindparam("upto"),
-        )
-        .order_by(ev.seq),
-        "checkpoints_at_most": select(cp.seq, cp.state)
-        .where(cp.session_id == _SID, cp.seq <= bindparam("upto"))
-        .order_by(cp.seq.desc())
-        .limit(bindparam("limit")),
-        "checkpoint_list": select(cp.seq, cp.format_version, cp.created_at, func.length(cp.state))
-        .where(cp.session_id == _SID)
-        .order_by(cp.seq),
-        "checkpoint_texts": select(cp.seq, cp.state).where(cp.session_id == _SID).order_by(cp.seq),
-        "session_and_latest_of_type": select(se.format_version, ev.seq, ev.data)
-        .select_from(
-            tables.sessions.outerjoin(
-                tables.session_events, and_(ev.session_id == se.id, ev.seq == latest_seq)
-            )
-        )
-        .where(se.id == _SID),
-        "latest_event_of_type": select(*event_columns)
-        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
-        .order_by(ev.seq.desc())
-        .limit(1),
-        "count_of_type": select(func.count())
-        .select_from(tables.session_events)
-        .where(ev.session_id == _SID, ev.type == bindparam("type")),
-        "summaries": queries.select_summaries(before=False),
-        "summaries_before": queries.select_summaries(before=True),
-        "summary": select(*(se[name] for name in SUMMARY_COLUMNS)).where(se.id == _SID),
-        "all_of_type": select(ev.seq, ev.data)
-        .where(ev.session_id == _SID, ev.type == bindparam("type"), ev.seq < bindparam("upto"))
-        .order_by(ev.seq),
-        "store_id": queries.select_store_id,
-        "ids_of_sessions": select(se.id)
-        .where(se.id > bindparam("after"))
-        .order_by(se.id)
-        .limit(bindparam("limit")),
-        "ids_of_events": select(ev.session_id)
-        .where(ev.session_id > bindparam("after"))
-        .group_by(ev.session_id)
-        .order_by(ev.session_id)
-        .limit(bindparam("limit")),
-        "lease_holder": select(*(tables.session_leases.c[n] for n in LEASE_COLUMNS)).where(
-            tables.session_leases.c.session_id == _SID
-        ),
-        "chain_rows": select(*event_columns, ev.chain)
-        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"), ev.seq < bindparam("upto"))
-        .order_by(ev.seq),
-        "chain_at": select(ev.chain).where(ev.session_id == _SID, ev.seq == bindparam("seq")),
-        "past_end": select(ev.seq)
-        .where(ev.session_id == _SID, ev.seq >= bindparam("from_seq"))
-        .order_by(ev.seq)
-        .limit(bindparam("limit")),
-    }
-
-
-STATEMENTS: dict[str, Any] = read_statements(DEFAULT_QUERIES)
-"""The default namespace's read statements, by name."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledRead:
-    """One read statement compiled for a positional driver."""
-
-    sql: str
-    names: tuple[str, ...]
-    defaults: Mapping[str, Any]
-    """Values of literal binds such as ``LIMIT 1``, which the caller does not pass."""
-
-    def args(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
-        values = {**self.defaults, **params}
-        return tuple(values[name] for name in self.names)
-
-
-def _compile_read(statement: Any, dialect: Any) -> CompiledRead:
-    sql, names = compile_positional(statement, dialect)
-    params = statement.compile(dialect=dialect).params
-    defaults = {k: v for k, v in params.items() if v is not None}
-    return CompiledRead(sql, names, defaults)
-
-
-_LIST_PREFIX = "list:"
-
-
-def list_statement(filters: frozenset[str]) -> str:
-    """The name of the `list` page statement for a set of `LIST_FILTERS`."""
-    return _LIST_PREFIX + ",".join(sorted(filters))
-
-
-class CompiledReads(dict[str, CompiledRead]):
-    """A namespace's read statements compiled for one driver, and the `list` page of each
-    combination of filters (`list_statement`) compiled the first time it is asked for: at most
-    one per subset of `LIST_FILTERS`, so this never grows with what callers pass."""
-
-    def __init__(self, dialect: Any, queries: Queries = DEFAULT_QUERIES) -> None:
-        statements = STATEMENTS if queries is DEFAULT_QUERIES else read_statements(queries)
-        super().__init__(
-            (name, _compile_read(statement, dialect)) for name, statement in statements.items()
-        )
-        self._dialect = dialect
-        self._queries = queries
-
-    def __missing__(self, name: str) -> CompiledRead:
-        if not name.startswith(_LIST_PREFIX):
-            raise KeyError(name)
-        filters = frozenset(f for f in name[len(_LIST_PREFIX) :].split(",") if f)
-        compiled = _compile_read(self._queries.select_summaries(filters=filters), self._dialect)
-        self[name] = compiled  # a race compiles it twice, harmlessly
-        return compiled
-
-
-def compile_reads(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> dict[str, CompiledRead]:
-    """A namespace's read statements compiled for a driver (`namespace.Namespace.compiled`
-    does this once per namespace and backend)."""
-    return CompiledReads(dialect, queries)
-
-
-class Rows(Protocol):
-    """Runs a named read statement (`read_statements`) and returns its rows as tuples. Each backend
-    module has one (``SQLiteRows``, ``AsyncpgRows``)."""
-
-    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
-
 
 # -- operations ---------------------------------------------------------------------------------
 
@@ -246,20 +44,20 @@ def check_from_seq(from_seq: int) -> None:
         raise ValueError(f"from_seq must be >= 0, got {from_seq}")
 
 
-def find_session(rows: Rows, session_id: str) -> dict[str, Any] | None:
-    """The ``sessions`` row as a dict, or None."""
+def find_session(rows: Rows, session_id: str) -> SessionRow | None:
+    """The ``sessions`` row, or None."""
     found = rows.fetch("session", {"session_id": session_id})
-    return dict(zip(SESSION_COLUMNS, found[0], strict=True)) if found else None
+    return SessionRow(*found[0]) if found else None
 
 
-def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> dict[str, Any]:
-    """The ``sessions`` row as a dict; unknown id → `SessionNotFoundError`; a newer format →
+def read_session(rows: Rows, session_id: str, *, check_format: bool = True) -> SessionRow:
+    """The ``sessions`` row; unknown id → `SessionNotFoundError`; a newer format →
     `FormatUnsupportedError` (unless ``check_format=False``: counting needs no decoding)."""
     row = find_session(rows, session_id)
     if row is None:
         raise SessionNotFoundError(session_id)
     if check_format:
-        check_format_version(session_id, row["format_version"])
+        check_format_version(session_id, row.format_version)
     return row
 
 
@@ -284,7 +82,7 @@ def _like_pattern(text: str) -> str:
 
 def list_sessions(
     rows: Rows, limit: int, before: tuple[int, str] | None, filters: ListFilters | None = None
-) -> list[dict[str, Any]]:
+) -> list[SummaryRow]:
     """One page of ``sessions`` rows, newest activity first, after ``(updated_at, id)``,
     matching every condition of ``filters``."""
     params: dict[str, Any] = {"limit": limit}
@@ -313,26 +111,26 @@ def list_sessions(
     else:
         name = list_statement(frozenset(used))
     found = rows.fetch(name, params)
-    return [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in found]
+    return [SummaryRow(*row) for row in found]
 
 
-def read_summary(rows: Rows, session_id: str) -> dict[str, Any]:
+def read_summary(rows: Rows, session_id: str) -> SummaryRow:
     """The `SessionSummary` columns of one session; unknown id → `SessionNotFoundError`."""
     found = rows.fetch("summary", {"session_id": session_id})
     if not found:
         raise SessionNotFoundError(session_id)
-    return dict(zip(SUMMARY_COLUMNS, found[0], strict=True))
+    return SummaryRow(*found[0])
 
 
-def usage_payloads(rows: Rows, session_id: str) -> list[tuple[int, Any]]:
+def usage_payloads(rows: Rows, session_id: str) -> list[UsagePayload]:
     """``(seq, decoded data)`` of each ``assistant/message`` (through the type index)."""
     row = read_session(rows, session_id)
-    params = {"session_id": session_id, "type": ASSISTANT_MESSAGE, "upto": row["next_seq"]}
+    params = {"session_id": session_id, "type": ASSISTANT_MESSAGE, "upto": row.next_seq}
     found = rows.fetch("all_of_type", params)
     out = []
     for seq, text in found:
         try:
-            out.append((seq, decode_json(text, strict=False)))
+            out.append(UsagePayload(seq, decode_json(text, strict=False)))
         except ValueError as exc:
             raise CorruptSessionError(session_id, seq, f"stored assistant/message: {exc}") from None
     return out
@@ -345,33 +143,18 @@ def session_ids(rows: Rows, table: str, after: str, limit: int) -> list[str]:
     return [row[0] for row in rows.fetch(name, {"after": after, "limit": limit})]
 
 
-CHAIN_FIELDS = (
-    "seq",
-    "type",
-    "time",
-    "data",
-    "surface_op",
-    "source_event_seqs",
-    "ignorable",
-    "chain",
-)
-"""The columns of a `chain_rows` row: what `core.chain.event_text` hashes, and the value."""
-
-
 def chain_rows(
     rows: Rows, session_id: str, from_seq: int, limit: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[SessionRow, list[ChainRow]]:
     """The session row and the stored text and chain value of its events from ``from_seq``
     (at most ``limit``, below its next seq), undecoded: `verify` recomputes the chain."""
     row = read_session(rows, session_id, check_format=False)
-    upto = min(row["next_seq"], from_seq + limit)
+    upto = min(row.next_seq, from_seq + limit)
     if from_seq >= upto:
         return row, []
     found = rows.fetch("chain_rows", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
-    events = [dict(zip(CHAIN_FIELDS, r, strict=True)) for r in found]
-    for event in events:  # the stored bytes as the hex every caller compares
-        event["chain"] = _hex(event["chain"])
-    return row, events
+    # the stored bytes as the hex every caller compares
+    return row, [ChainRow(*r[:7], _hex(r[7])) for r in found]
 
 
 def _hex(value: Any) -> str | None:
@@ -381,7 +164,7 @@ def _hex(value: Any) -> str | None:
 
 def chain_head(rows: Rows, session_id: str) -> tuple[int, str | None] | None:
     """``(seq, chain value)`` of the session's last event (None: it has none)."""
-    last = read_session(rows, session_id, check_format=False)["next_seq"] - 1
+    last = read_session(rows, session_id, check_format=False).next_seq - 1
     if last < 0:
         return None
     found = rows.fetch("chain_at", {"session_id": session_id, "seq": last})
@@ -392,7 +175,7 @@ def seqs_past_end(rows: Rows, session_id: str, limit: int) -> list[int]:
     """Seqs of rows at or after the session's stored next seq (none in a healthy log)."""
     row = read_session(rows, session_id, check_format=False)
     found = rows.fetch(
-        "past_end", {"session_id": session_id, "from_seq": row["next_seq"], "limit": limit}
+        "past_end", {"session_id": session_id, "from_seq": row.next_seq, "limit": limit}
     )
     return [r[0] for r in found]
 
@@ -413,14 +196,12 @@ def read_store_id(rows: Rows) -> str | None:
     return found[0][0] if found else None
 
 
-def _bound(next_seq: int, upto_seq: int | None) -> int:
+def seq_bound(next_seq: int, upto_seq: int | None) -> int:
     """Exclusive upper seq bound: the session's next seq, or ``upto_seq`` (inclusive)."""
     return next_seq if upto_seq is None else min(next_seq, upto_seq + 1)
 
 
-def read_events(
-    rows: Rows, session_id: str, from_seq: int, limit: int | None = None
-) -> tuple[dict[str, Any], list[SessionEvent]]:
+def read_events(rows: Rows, session_id: str, from_seq: int, limit: int | None = None) -> EventsRead:
     """The session row and its events from ``from_seq`` (at most ``limit``).
 
     Events are bounded by the next seq read in the same transaction, so the result is
@@ -428,10 +209,10 @@ def read_events(
     COMMITTED). A missing seq below that bound is a `CorruptSessionError`.
     """
     row = read_session(rows, session_id)
-    next_seq = row["next_seq"]
+    next_seq = row.next_seq
     upto = next_seq if limit is None else min(next_seq, from_seq + limit)
     if from_seq >= upto:
-        return row, []
+        return EventsRead(row, [])
     found = rows.fetch("events", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
     events = rows_to_events(session_id, found, expect_seq=from_seq)
     if len(events) != upto - from_seq:
@@ -439,7 +220,7 @@ def read_events(
         raise CorruptSessionError(
             session_id, missing, f"seq {missing} is missing (the session's next seq is {next_seq})"
         )
-    return row, events
+    return EventsRead(row, events)
 
 
 MAX_SEQ_BOUND = 2**63 - 1
@@ -479,7 +260,7 @@ def latest_event(
 ) -> SessionEvent | None:
     """The latest event of one of ``types`` at or before ``upto_seq``, or None: one indexed
     row per type."""
-    upto = _bound(read_session(rows, session_id)["next_seq"], upto_seq)
+    upto = seq_bound(read_session(rows, session_id).next_seq, upto_seq)
     latest: SessionEvent | None = None
     for type_ in types:
         params = {"session_id": session_id, "type": type_, "upto": upto}
@@ -491,129 +272,25 @@ def latest_event(
     return latest
 
 
-# -- checkpoints ----------------------------------------------------------------------------------
-
-_CHECKPOINT_CANDIDATES = 3
-"""How many of the newest checkpoints a read tries before folding from the start."""
-
-
-@dataclass(slots=True)
-class StateRead:
-    """What `live_state` and `surface_state` found: the state, and the checkpoints they had to
-    pass over (each with the reason), for the caller to warn about."""
-
-    row: dict[str, Any]
-    state: LiveState
-    from_checkpoint: int | None
-    skipped: list[str]
-
-
-def _candidates(
-    rows: Rows, session_id: str, upto: int, skipped: list[str]
-) -> Iterator[LiveState | None]:
-    """The newest usable checkpoints at or below ``upto``, each decoded only when the one
-    before it was passed over, then None (fold from the start). What cannot be decoded is
-    named in ``skipped``, except checkpoints of an obsolete format."""
-    params = {"session_id": session_id, "upto": upto, "limit": _CHECKPOINT_CANDIDATES}
-    for seq, text in rows.fetch("checkpoints_at_most", params):
-        try:
-            yield LiveState.decode(text, seq=seq)
-        except CheckpointError as exc:
-            if not exc.obsolete:  # an older format an upgrade left behind is not news
-                skipped.append(str(exc))
-    yield None
-
-
-def live_state(rows: Rows, session_id: str) -> StateRead:
-    """The live state at the end of the log: the newest usable checkpoint, then the events
-    after it. A checkpoint that does not decode, or that the following events do not continue,
-    is passed over (and named in ``skipped``); with none left, the whole log is folded."""
-    row = read_session(rows, session_id)
-    skipped: list[str] = []
-    for state in _candidates(rows, session_id, row["next_seq"], skipped):
-        if state is None:
-            live, origin, events = LiveState.empty(), None, read_events(rows, session_id, 0)[1]
-        else:
-            live, origin = state, state.next_seq
-            events = read_events(rows, session_id, origin - 1)[1]  # and the event it names
-            if not state.matches(events[0] if events else None):
-                skipped.append(_STALE.format(seq=origin))
-                continue
-            events = events[1:]
-        try:
-            live.apply_all(events)
-        except (InvalidEventError, CheckpointError) as exc:
-            _cannot_continue(session_id, origin, exc, skipped)
-            continue
-        return StateRead(row, live, origin, skipped)
-    raise AssertionError("unreachable: the fold from seq 0 returns or raises")
-
-
-_STALE = (
-    "checkpoint at seq {seq} does not match the log (the event before it differs): stale, "
-    "or written for another log"
-)
-
-
-def _cannot_continue(
-    session_id: str,
-    origin: int | None,
-    exc: InvalidEventError | CheckpointError,
-    skipped: list[str],
-) -> None:
-    """The stored events do not apply (or a checkpoint's nodes do not decode): to a
-    checkpoint, pass it over; from seq 0, the log itself is damaged."""
-    if origin is None:
-        seq = exc.seq if isinstance(exc, InvalidEventError) else None
-        raise CorruptSessionError(session_id, seq, str(exc)) from None
-    skipped.append(f"checkpoint at seq {origin} does not continue with the log: {exc}")
-
-
-def surface_state(rows: Rows, session_id: str, upto_seq: int | None) -> StateRead:
-    """The surface as of ``upto_seq``: the newest usable checkpoint at or below it, then the
-    surface rows after it (surface rows only: the partial index)."""
-    row = read_session(rows, session_id)
-    upto = _bound(row["next_seq"], upto_seq)
-    skipped: list[str] = []
-    for state in _candidates(rows, session_id, upto, skipped):
-        if state is None:
-            live, origin = LiveState.empty(), None
-        else:
-            live, origin = state, state.next_seq
-            named = {"session_id": session_id, "from_seq": origin - 1, "upto": origin}
-            previous = rows_to_events(session_id, rows.fetch("events", named), expect_seq=None)
-            if not state.matches(previous[0] if previous else None):
-                skipped.append(_STALE.format(seq=origin))
-                continue
-        params = {"session_id": session_id, "from_seq": origin or 0, "upto": upto}
-        events = rows_to_events(session_id, rows.fetch("surface", params), expect_seq=None)
-        try:
-            for event in events:
-                live.surface.apply(event)
-            live.surface.snapshot()  # decodes a checkpoint's nodes: damage passes it over here
-        except (InvalidEventError, CheckpointError) as exc:
-            _cannot_continue(session_id, origin, exc, skipped)
-            continue
-        return StateRead(row, live, origin, skipped)
-    raise AssertionError("unreachable: the fold from seq 0 returns or raises")
-
-
-def checkpoint_list(rows: Rows, session_id: str) -> list[tuple[int, int, int, int]]:
+def checkpoint_list(rows: Rows, session_id: str) -> list[CheckpointInfo]:
     """``(seq, format_version, created_at, size of the state text)`` of each checkpoint."""
     read_session(rows, session_id, check_format=False)
     found = rows.fetch("checkpoint_list", {"session_id": session_id})
-    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in found]
+    return [CheckpointInfo(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in found]
 
 
-def checkpoint_texts(rows: Rows, session_id: str) -> list[tuple[int, str]]:
+def checkpoint_texts(rows: Rows, session_id: str) -> list[CheckpointText]:
     """``(seq, state text)`` of each checkpoint, oldest first (for `verify`)."""
-    return [(r[0], r[1]) for r in rows.fetch("checkpoint_texts", {"session_id": session_id})]
+    return [
+        CheckpointText(r[0], r[1])
+        for r in rows.fetch("checkpoint_texts", {"session_id": session_id})
+    ]
 
 
 def count_of_type(rows: Rows, session_id: str, event_type: str | None) -> int:
     row = read_session(rows, session_id, check_format=False)
     if event_type is None:
-        return int(row["next_seq"])
+        return int(row.next_seq)
     found = rows.fetch("count_of_type", {"session_id": session_id, "type": event_type})
     return int(found[0][0])
 
@@ -631,17 +308,17 @@ def append_outcome(rows: Rows, batch: AppendBatch) -> AppendOutcome | None:
     """
     session_id, first = batch.session_id, batch.first_seq
     row = find_session(rows, session_id)
-    if row is None or row["next_seq"] <= first:
+    if row is None or row.next_seq <= first:
         if row is not None:
-            check_batch_start(session_id, first, row["next_seq"])  # a gap is a conflict
+            check_batch_start(session_id, first, row.next_seq)  # a gap is a conflict
         return None
     end = first + len(batch.rows)
     found = rows.fetch("events", {"session_id": session_id, "from_seq": first, "upto": end})
     wanted = [tuple(r[f] for f in _STORED_FIELDS) for r in batch.rows]
     stored = [(*r[:6], bool(r[6])) for r in found]
     if stored != [(*w[:6], bool(w[6])) for w in wanted]:
-        check_batch_start(session_id, first, row["next_seq"])  # raises: others were first
-    return row["incarnation"], row["revision"], row["next_seq"]
+        check_batch_start(session_id, first, row.next_seq)  # raises: others were first
+    return row.incarnation, row.revision, row.next_seq
 
 
 WITHOUT_SNAPSHOT: frozenset[Callable[..., Any]] = frozenset(

@@ -6,29 +6,43 @@ values of the store (strings, ints, dicts of column values, `SessionEvent`, `Lea
 projections, crash repair, fork, strict structure, retries) lives in `SessionStore` and the
 pure core, written once for every backend.
 
-There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite.py``, file and
-in-memory databases) and `PostgresRecorder` (``store/postgres.py``), chosen once when the store
+There is exactly one recorder per backend: `SQLiteRecorder` (``store/sqlite/``, file and
+in-memory databases) and `PostgresRecorder` (``store/postgres/``), chosen once when the store
 opens (`backends.open_recorder`, the one place that picks a backend). A recorder serves the
 tables of one namespace, given when it is made. ``tests/test_recorder_contract.py`` holds
 every backend to this contract. See docs/design.md, "Backends".
 
-Rows of ``sessions`` come back as dicts keyed by column name (`reads.SESSION_COLUMNS`, or
-`queries.SUMMARY_COLUMNS` for summaries). Driver errors are raised as they are; the store
+Reads return typed rows (`records`: `SessionRow`, `SummaryRow`, `ChainRow`, ...; named tuples),
+never dicts or anonymous tuples. Driver errors are raised as they are; the store
 translates them (`translate.translate_errors`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from ..core.envelope import SessionEvent
+    from ..core.search import SearchQuery
     from ..core.todos import TodoItem
     from .batch import AppendBatch, AppendOutcome
     from .checkpoints import CheckpointWrite
+    from .folds import StateRead
+    from .index_ops import IndexRow, SearchPage
     from .leases import Lease, LeaseHolder
-    from .reads import ListFilters, StateRead
+    from .reads import ListFilters
+    from .records import (
+        ChainRow,
+        CheckpointInfo,
+        CheckpointText,
+        EventsRead,
+        SessionRow,
+        SummaryRow,
+        UsagePayload,
+    )
+    from .search import SearchFilters
     from .wakeups import Wait
 
 __all__ = ["Recorder"]
@@ -115,6 +129,10 @@ class Recorder(Protocol):
         """Delete every checkpoint of a session; how many there were."""
         ...
 
+    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
+        """Delete the session's checkpoints older than its newest ``keep``; how many."""
+        ...
+
     async def catch_up_index(self) -> int:
         """Index every append committed before this call that the search index has not taken
         yet (`indexer.catch_up_all`: transactions of many appends, each deleting the pending
@@ -122,24 +140,60 @@ class Recorder(Protocol):
         the database."""
         ...
 
+    async def reindex(self, search_config: str | None = None) -> int:
+        """Rebuild the search index from the logs in one transaction (PostgreSQL: under the
+        index's lock; ``search_config``: its text search configuration from now on, a
+        `ValueError` for a name the server does not know); the index rows it holds."""
+        ...
+
+    # -- the search index -----------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: SearchQuery,
+        kinds: Sequence[str],
+        filters: SearchFilters,
+        limit: int,
+        before: int | None,
+    ) -> SearchPage:
+        """One page of hits (`index_ops.SearchRow`), newest index row first, below index row
+        ``before``, with the sessions of the page that ever replaced surface events."""
+        ...
+
+    async def search_config(self) -> str | None:
+        """PostgreSQL: the index's text search configuration; SQLite: None."""
+        ...
+
+    async def index_problems(self) -> list[str]:
+        """The database engine's own check of the index against its rows (SQLite's FTS5)."""
+        ...
+
+    async def index_rows(self, session_id: str) -> list[IndexRow]:
+        """The stored index rows of one session, in seq order."""
+        ...
+
+    async def pending_index(self) -> int | None:
+        """The newest append still waiting for the index (its pending row), or None."""
+        ...
+
     # -- reading (each in one consistent snapshot) --------------------------------------------
 
-    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+    async def find_session(self, session_id: str) -> SessionRow | None:
         """The ``sessions`` row, or None."""
         ...
 
-    async def read_session(self, session_id: str) -> dict[str, Any]:
+    async def read_session(self, session_id: str) -> SessionRow:
         """The ``sessions`` row: `SessionNotFoundError` for an unknown id,
         `FormatUnsupportedError` for a newer format."""
         ...
 
-    async def read_summary(self, session_id: str) -> dict[str, Any]:
+    async def read_summary(self, session_id: str) -> SummaryRow:
         """The `SessionSummary` columns of one session (`SessionNotFoundError`)."""
         ...
 
     async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
-    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+    ) -> EventsRead:
         """The session row and its events from ``from_seq`` (at most ``limit``), bounded by
         the row's next seq; a missing seq below it is a `CorruptSessionError`."""
         ...
@@ -168,17 +222,17 @@ class Recorder(Protocol):
         events after it."""
         ...
 
-    async def read_checkpoints(self, session_id: str) -> list[tuple[int, int, int, int]]:
+    async def read_checkpoints(self, session_id: str) -> list[CheckpointInfo]:
         """``(seq, format_version, created_at, size)`` of each checkpoint, oldest first."""
         ...
 
-    async def read_checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+    async def read_checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
         """``(seq, state text)`` of each checkpoint, oldest first."""
         ...
 
     async def list_sessions(
         self, limit: int, before: tuple[int, str] | None, filters: ListFilters | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[SummaryRow]:
         """One page of summary rows, newest activity first, after ``(updated_at, id)``,
         matching ``filters``."""
         ...
@@ -189,15 +243,15 @@ class Recorder(Protocol):
         """One page of session ids after ``after``, from the session rows or the events."""
         ...
 
-    async def usage_payloads(self, session_id: str) -> list[tuple[int, Any]]:
+    async def usage_payloads(self, session_id: str) -> list[UsagePayload]:
         """``(seq, decoded data)`` of each ``assistant/message``."""
         ...
 
     async def read_chain(
         self, session_id: str, from_seq: int, limit: int
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[SessionRow, list[ChainRow]]:
         """The ``sessions`` row and, undecoded, the stored fields and ``chain`` of its events
-        from ``from_seq`` (at most ``limit``, below its next seq; `reads.CHAIN_FIELDS`)."""
+        from ``from_seq`` (at most ``limit``, below its next seq; `records.ChainRow`)."""
         ...
 
     async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:

@@ -92,7 +92,7 @@ class Repair(Writing):
                 closers = closers_for(
                     state.structure, last_time=state.last_time, session_id=session_id
                 )
-            revision = self._token(row["incarnation"], row["revision"])
+            revision = self._token(row.incarnation, row.revision)
             if closers:
                 revision = await self.append(session_id, closers, lease=lease)
                 state.apply_all(closers)

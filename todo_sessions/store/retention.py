@@ -31,8 +31,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from ..core.moments import duration_ms
 from ..errors import SessionLeasedError, SessionNotFoundError, StoreError
 from .archives import (
@@ -249,8 +247,6 @@ class Retention(Finding, Leasing):
             return 0
         total = 0
         before: SessionSummary | None = None
-        cp = self.namespace.tables.session_checkpoints.c
-        table = self.namespace.tables.session_checkpoints
         while True:
             page = await self.list(limit=500, before=before, tag=tag)
             for summary in page:
@@ -263,13 +259,10 @@ class Retention(Finding, Leasing):
                 total += extra
                 if dry_run:
                     continue
-                ordered = sorted(seqs)
-                oldest_kept = ordered[extra] if keep else ordered[-1] + 1
-
-                def thin(conn: Connection, sid: str = summary.id, below: int = oldest_kept) -> None:
-                    conn.execute(table.delete().where(cp.session_id == sid, cp.seq < below))
-
-                await self._on_connection("pruning checkpoints", thin, write=True)
+                await self._call(
+                    "pruning checkpoints",
+                    lambda r, sid=summary.id: r.thin_checkpoints(sid, keep),
+                )
             if len(page) < 500:
                 return total
             before = page[-1]

@@ -10,9 +10,19 @@ from typing import Any, Literal, TypeVar
 
 from ..core.envelope import SessionEvent
 from ..core.todos import TodoItem
-from . import reads
+from . import folds, reads
+from .folds import StateRead
 from .leases import LeaseHolder
-from .reads import ListFilters, StateRead
+from .reads import ListFilters
+from .records import (
+    ChainRow,
+    CheckpointInfo,
+    CheckpointText,
+    EventsRead,
+    SessionRow,
+    SummaryRow,
+    UsagePayload,
+)
 
 __all__ = ["SnapshotReads"]
 
@@ -25,18 +35,18 @@ class SnapshotReads:
     async def _snapshot(self, op: Callable[..., T], *args: Any) -> T:
         raise NotImplementedError
 
-    async def find_session(self, session_id: str) -> dict[str, Any] | None:
+    async def find_session(self, session_id: str) -> SessionRow | None:
         return await self._snapshot(reads.find_session, session_id)
 
-    async def read_session(self, session_id: str) -> dict[str, Any]:
+    async def read_session(self, session_id: str) -> SessionRow:
         return await self._snapshot(reads.read_session, session_id)
 
-    async def read_summary(self, session_id: str) -> dict[str, Any]:
+    async def read_summary(self, session_id: str) -> SummaryRow:
         return await self._snapshot(reads.read_summary, session_id)
 
     async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
-    ) -> tuple[dict[str, Any], list[SessionEvent]]:
+    ) -> EventsRead:
         return await self._snapshot(reads.read_events, session_id, from_seq, limit)
 
     async def count_events(self, session_id: str, event_type: str | None) -> int:
@@ -51,20 +61,20 @@ class SnapshotReads:
         return await self._snapshot(reads.latest_event, session_id, types, upto_seq)
 
     async def read_surface_state(self, session_id: str, upto_seq: int | None) -> StateRead:
-        return await self._snapshot(reads.surface_state, session_id, upto_seq)
+        return await self._snapshot(folds.surface_state, session_id, upto_seq)
 
     async def read_live_state(self, session_id: str) -> StateRead:
-        return await self._snapshot(reads.live_state, session_id)
+        return await self._snapshot(folds.live_state, session_id)
 
-    async def read_checkpoints(self, session_id: str) -> list[tuple[int, int, int, int]]:
+    async def read_checkpoints(self, session_id: str) -> list[CheckpointInfo]:
         return await self._snapshot(reads.checkpoint_list, session_id)
 
-    async def read_checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+    async def read_checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
         return await self._snapshot(reads.checkpoint_texts, session_id)
 
     async def list_sessions(
         self, limit: int, before: tuple[int, str] | None, filters: ListFilters | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[SummaryRow]:
         return await self._snapshot(reads.list_sessions, limit, before, filters)
 
     async def session_ids(
@@ -72,12 +82,12 @@ class SnapshotReads:
     ) -> list[str]:
         return await self._snapshot(reads.session_ids, source, after, limit)
 
-    async def usage_payloads(self, session_id: str) -> list[tuple[int, Any]]:
+    async def usage_payloads(self, session_id: str) -> list[UsagePayload]:
         return await self._snapshot(reads.usage_payloads, session_id)
 
     async def read_chain(
         self, session_id: str, from_seq: int, limit: int
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[SessionRow, list[ChainRow]]:
         return await self._snapshot(reads.chain_rows, session_id, from_seq, limit)
 
     async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
