@@ -9,8 +9,17 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "todo_sessions"
 STORE = PACKAGE / "store"
 DRIVERS = frozenset({"sqlite3", "asyncpg", "aiosqlite", "psycopg", "psycopg2"})
-DRIVER_MODULES = ("store/sqlite/", "store/postgres/", "store/engine.py", "store/connecting.py")
-"""The backend packages, the URL parser and asyncpg's connect helper."""
+DRIVER_MODULES = (
+    "store/sqlite/",
+    "store/postgres/",
+    "store/engine.py",
+    "store/connecting.py",
+    "importers/_opencode_read.py",
+    "importers/opencode.py",
+)
+"""The backend packages, the URL parser and asyncpg's connect helper; and the opencode importer
+(its reader and its errors), which opens opencode's own database (another program's file,
+read-only), never ours."""
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:
