@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from todo_sessions import Message, SessionEvent, SessionHeader, SessionStore
 from todo_sessions.store.maintenance import run_maintenance
+from todo_sessions.store.recorder import Recorder
 
 T0 = 1_764_000_000_000
 
@@ -121,3 +122,9 @@ async def tamper(store: SessionStore, *statements: str) -> None:
             conn.execute(text(in_namespace(store, statement)))
 
     await run_maintenance(store, run, write=True)
+
+
+async def recorder_of(store: SessionStore) -> Recorder:
+    """The store's recorder (opened), for the named operations of the recorder contract that
+    `SessionStore` has no public twin of (the index's rows, its pending mark)."""
+    return await store._ready()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import _fresh
-from factories import header, turn
+from factories import header, recorder_of, turn
 from index_child import word_of
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
@@ -28,7 +28,6 @@ from todo_sessions.store.indexer import newest_pending
 from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked
 from todo_sessions.store.namespace import DEFAULT
-from todo_sessions.store.search import stored_rows
 
 CHILD = Path(__file__).resolve().parent / "index_child.py"
 
@@ -85,8 +84,7 @@ async def test_search_index_false_writes_no_index_and_search_still_catches_up(ur
     async with SessionStore(url, search_index=False) as off, SessionStore(url) as on:
         await off.create(header("off"))
         await off.append("off", turn(0, text=word_of("off", 0)))
-        tables = off.namespace.tables
-        assert await run_maintenance(off, lambda c: newest_pending(c, tables)) is None
+        assert await (await recorder_of(off)).pending_index() is None
         assert await off.search(word_of("off", 0)) == []
         await on.create(header("on"))
         await on.append("on", turn(0, text=word_of("on", 0)))
@@ -97,15 +95,15 @@ async def test_a_store_left_idle_catches_the_index_up_by_itself(url: str) -> Non
     async with SessionStore(url) as store:
         await store.create(header("idle"))
         await store.append("idle", turn(0, text=word_of("idle", 0)))
-        tables = store.namespace.tables
+        recorder = await recorder_of(store)
         for _ in range(200):  # no search: the store indexes once its appends pause
             await asyncio.sleep(0.3)  # longer than the pause it waits for
-            if await run_maintenance(store, lambda c: newest_pending(c, tables)) is None:
+            if await recorder.pending_index() is None:
                 break
         else:
             raise AssertionError("the index was never caught up")
-        rows = await run_maintenance(store, lambda c: stored_rows(c, tables, "idle"))
-        assert [(r["seq"], r["kind"], r["body"]) for r in rows] == [
+        rows = await recorder.index_rows("idle")
+        assert [(r.seq, r.kind, r.body) for r in rows] == [
             (1, "user", word_of("idle", 0)),
             (2, "todo", "plan"),
         ]

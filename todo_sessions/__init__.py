@@ -111,6 +111,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "._service": ("SessionService",),
     "._session": ("Session",),
+    ".store.children": ("ChildSession",),
     ".store.leases": (
         "Lease",
         "LeaseHolder",
@@ -200,6 +201,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .errors import StoreUnavailableError as StoreUnavailableError
     from .errors import StructureError as StructureError
     from .errors import TodoSessionsError as TodoSessionsError
+    from .store.children import ChildSession as ChildSession
     from .store.leases import Lease as Lease
     from .store.leases import LeaseHolder as LeaseHolder
     from .store.migrate import migrate as migrate

@@ -18,6 +18,7 @@ from .core.envelope import SessionEvent
 from .core.header import SessionHeader
 from .core.messages import Message
 from .core.todos import TodoItem
+from .store.children import ChildSession
 from .store.leases import Lease, LeaseHolder
 from .store.results import (
     CheckpointInfo,
@@ -94,6 +95,13 @@ class _SyncSessionStoreMethods:
     def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
         """The session's stored checkpoints, oldest first."""
         return self._thread.call(self._store.checkpoints(session_id))
+
+    def children(self, session_id: str) -> list[ChildSession]:
+        """The sub-agent sessions ``session_id`` started (its ``subagent`` calls' sessions,
+        imported sub-agent transcripts): each session whose header names it as
+        ``parent_session`` and that is not a fork of it, oldest first, with its title, status
+        (running, completed, failed, aborted, interrupted) and open todos (`ChildSession`)."""
+        return self._thread.call(self._store.children(session_id))
 
     def count(self, session_id: str, *, type: str | None = None) -> int:
         """How many events the session has (of one ``type``, through the type index)."""

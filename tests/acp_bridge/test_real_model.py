@@ -79,7 +79,7 @@ async def test_acp_with_a_real_model_over_stdio(tmp_path: Path) -> None:
     assert request["headers"]["authorization"] == "Bearer sk-test"
     body = request["json"]
     assert body["model"] == "test-model" and body["messages"][0]["role"] == "system"
-    assert [t["function"]["name"] for t in body["tools"]] == ["todo_write"]
+    assert [t["function"]["name"] for t in body["tools"]] == ["todo_write", "subagent"]
     second = server.requests[1]["json"]["messages"]
     assert second[-1] == {
         "role": "tool",

@@ -12,8 +12,10 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from .._service import SessionService
 from ..core.messages import AssistantMessage, Message, TextBlock, ToolCallBlock, UserMessage
 from ..harness.model import Finish, ModelDelta, TextDelta, ToolCallDelta
+from ..harness.subagent import SubagentTool
 from ..harness.tools.base import ToolContext, ToolResult
 from ..harness.tools.registry import ToolRegistry
 from ..harness.tools.todo_write import TodoWriteTool
@@ -49,10 +51,14 @@ class WorkTool:
         return {"title": f"Work on: {task}", "kind": "execute", "raw_input": args}
 
 
-def todo_tools() -> ToolRegistry:
-    """The tools a real model gets from ``todo-sessions acp --model``: ``todo_write``."""
+def todo_tools(service: SessionService | None = None) -> ToolRegistry:
+    """The tools a real model gets from ``todo-sessions acp --model``: ``todo_write`` and,
+    given the service, ``subagent`` (its children run on that service, with the same tools,
+    recording their requests as the bridge's loops do)."""
     registry = ToolRegistry()
     registry.register(TodoWriteTool())
+    if service is not None:
+        registry.register(SubagentTool(service, record_requests=True))
     return registry
 
 

@@ -98,12 +98,16 @@ def _event_line(event: SessionEvent) -> RenderableType | None:
         return out
     if kind == TOOL_CALL:
         args = data.get("arguments", "")
-        return (
+        line = (
             seq
             + Text("  → ", style="blue")
             + Text(safe(str(data.get("name"))), style="bold")
             + Text(f" {short(args, 80)}", style="dim")
         )
+        child = data.get("subagentSessionId")
+        if isinstance(child, str):
+            line.append(f"\n        ⤷ subagent session {safe(child)}", style="magenta")
+        return line
     if kind == TOOL_RESULT:
         block = data["message"]["content"][0]
         failed = block.get("isError") or "error" in data

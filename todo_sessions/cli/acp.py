@@ -66,8 +66,8 @@ def acp_cmd(
 
     Without --model, the built-in deterministic agent turns each line of a prompt into a todo
     and works through them with todo_write calls. With --model, a real model runs the agent
-    loop with the todo_write tool. Sessions are stored in the configured database and can be
-    reloaded with session/load."""
+    loop with the todo_write and subagent tools. Sessions are stored in the configured
+    database and can be reloaded with session/load."""
     try:
         from ..acp.agent import TodoSessionsAgent, serve
         from ..acp.builtin import SYSTEM_PROMPT, todo_tools
@@ -98,7 +98,10 @@ def acp_cmd(
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="--model") from None
             agent = TodoSessionsAgent(
-                service, model_factory=lambda: model, tools_factory=todo_tools, record_requests=True
+                service,
+                model_factory=lambda: model,
+                tools_factory=lambda: todo_tools(service),
+                record_requests=True,
             )
         asyncio.run(serve(service, agent))
     except (TodoSessionsError, OSError) as exc:

@@ -19,7 +19,7 @@ from ..core.todos import TodoItem
 from ..core.types import TURN_START
 from ..store.leases import LeaseHolder
 from ..store.results import CheckpointInfo, SessionSummary
-from ..store.store import SessionStore, wall_clock_ms
+from ..store.store import ChildSession, SessionStore, wall_clock_ms
 from ._context import Context, clamp_at, echo_json, iso, pass_ctx, when
 from ._options import COUNT, LIST_LIMIT, MOMENT, at_option, command, json_option
 from ._render import Timeline, render_messages, render_todo_list, safe
@@ -166,11 +166,13 @@ def show_cmd(
         holder = (await store.lease_holders([session_id])).get(session_id)
         if holder is not None and not holder.live(wall_clock_ms()):
             holder = None
+        children = await store.children(session_id)
         events = _stream_upto(store, session_id, summary.next_seq)
         if as_json:
-            await _show_json(header, summary, holder, events)
+            await _show_json(header, summary, holder, children, events)
         else:
             _show_heading(ctx, header, summary, holder)
+            _show_children(ctx, children)
             timeline = Timeline(verbose=verbose)
             async for event in events:
                 for row in timeline.feed(event):
@@ -185,11 +187,17 @@ async def _show_json(
     header: SessionHeader,
     summary: SessionSummary,
     holder: LeaseHolder | None,
+    children: list[ChildSession],
     events: AsyncIterator[SessionEvent],
 ) -> None:
     """One JSON object, written as it is read."""
     head = json.dumps(
-        {"header": header.to_wire(), "revision": summary.revision, "lease": lease_json(holder)}
+        {
+            "header": header.to_wire(),
+            "revision": summary.revision,
+            "lease": lease_json(holder),
+            "subagents": [c.to_dict() for c in children],
+        }
     )
     click.echo(head[:-1] + ',"events":[', nl=False)
     first = True
@@ -207,15 +215,32 @@ def _show_heading(
         f"created {when(h.created_at)}  cwd {safe(h.cwd or '-')}  {summary.next_seq} events",
         style="dim",
     )
-    if h.parent_session:
+    if h.parent_session and h.seed_length is not None:
         ctx.out.print(
             f"forked from {safe(h.parent_session)} ({h.seed_length} events inherited)",
             style="dim",
+        )
+    elif h.parent_session:
+        origin = f", origin {safe(h.origin)}" if h.origin else ""
+        ctx.out.print(
+            f"subagent session of {safe(h.parent_session)} "
+            f"(delegation depth {h.delegation_depth}{origin})",
+            style="magenta",
         )
     if holder is not None:
         ctx.out.print(
             f"live: leased by {safe(holder.describe())} until {when(holder.expires_at)}",
             style="dim",
+        )
+
+
+def _show_children(ctx: Context, children: list[ChildSession]) -> None:
+    """The sub-agent sessions the session started, one line each."""
+    for c in children:
+        count = len(c.open_todos)
+        todos = f"  {count} open todo{'s' if count != 1 else ''}" if count else ""
+        ctx.out.print(
+            f"subagent {safe(c.id)}  {c.status}  {safe(c.title or '')}{todos}", style="magenta"
         )
 
 

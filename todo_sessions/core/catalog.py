@@ -127,6 +127,8 @@ class ToolCallData(StepData):
     name: str = Field(min_length=1)
     arguments: str
     """The raw JSON string the model produced."""
+    subagent_session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    """The child session a ``subagent`` call runs in (docs/format.md, "Subagent sessions")."""
 
 
 class ToolSource(MessageSource):

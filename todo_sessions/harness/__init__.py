@@ -1,5 +1,6 @@
 """The agent harness on the library: the loop, the model protocol and its adapters, the
-provider request formats and the tools the model is offered (``todo_write`` among them).
+provider request formats and the tools the model is offered (``todo_write`` and
+``subagent`` among them).
 
 `AgentLoop` drives a `Model` (the `ScriptedModel` of the demo and the tests, or a real one:
 `OpenAIChatModel`, `OpenAIResponsesModel`, `AnthropicModel`, extra ``[models]``) over a live
@@ -48,6 +49,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ScriptedResponse",
     ),
     ".retry": ("RetryPolicy",),
+    ".subagent": (
+        "SubagentTool",
+        "subagent_session_id",
+    ),
     ".tools": (
         "TODO_WRITE_PARAMETERS",
         "TodoWriteTool",
@@ -84,6 +89,8 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_light_import.p
     from .model import ScriptedModel as ScriptedModel
     from .model import ScriptedResponse as ScriptedResponse
     from .retry import RetryPolicy as RetryPolicy
+    from .subagent import SubagentTool as SubagentTool
+    from .subagent import subagent_session_id as subagent_session_id
     from .tools import TODO_WRITE_PARAMETERS as TODO_WRITE_PARAMETERS
     from .tools import TodoWriteTool as TodoWriteTool
     from .tools import Tool as Tool

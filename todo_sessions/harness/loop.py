@@ -115,7 +115,9 @@ class AgentLoop:
         """The input tokens of the last model request (None: unknown, or compacted since)."""
         self._checkpoint = checkpoint or _no_checkpoint
         self._cancel = asyncio.Event()
-        self._runner = ToolRunner(session, tools, self._cancel, self._checkpoint)
+        self._runner = ToolRunner(
+            session, tools, self._cancel, self._checkpoint, model=lambda: self.model
+        )
         self._recorded: RequestConfig | None = None
         self._recorded_known = False
         self._step = 0

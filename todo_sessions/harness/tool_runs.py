@@ -1,7 +1,8 @@
 """The tool calls of one step, run and recorded: `ToolRunner` (docs/design.md, "Agent loop
 and tools").
 
-For each call a ``tool/call`` is appended, the ``"before-tool"`` checkpoint flushes it, the
+For each call a ``tool/call`` is appended (with the extra keys of the tool's ``call_fields``,
+when it has one), the ``"before-tool"`` checkpoint flushes it, the
 tool runs, and a ``tool/result`` citing the call is appended. Consecutive calls of
 concurrency-safe tools (a tool attribute ``concurrency_safe = True``) run together: every
 ``tool/call`` first (in call order), one flush, the tools at once, then the results in call
@@ -40,11 +41,14 @@ class ToolRunner:
         tools: ToolRegistry,
         cancel: asyncio.Event,
         checkpoint: Checkpoint,
+        model: Callable[[], Any] | None = None,
     ) -> None:
         self.session = session
         self.tools = tools
         self._cancel = cancel
         self._checkpoint = checkpoint
+        self._model = model
+        """The calling loop's current model (passed to the tools as ``ToolContext.model``)."""
 
     async def run(self, turn: int, step: int, calls: list[ToolCallDelta]) -> None:
         """Run the step's calls in order, in batches (see the module docstring)."""
@@ -100,11 +104,20 @@ class ToolRunner:
             "name": call.name,
             "arguments": call.arguments,
         }
+        tool = self.tools.get(call.name)
+        fields = getattr(tool, "call_fields", None) if tool is not None else None
+        if fields is not None:
+            data.update(fields(self.session, call.id, call.arguments) or {})
         return self.session.append(TOOL_CALL, data).seq
 
     def _execute(self, turn: int, step: int, call: ToolCallDelta) -> Awaitable[ToolResult]:
         context = ToolContext(
-            session=self.session, call_id=call.id, turn=turn, step=step, cancel=self._cancel
+            session=self.session,
+            call_id=call.id,
+            turn=turn,
+            step=step,
+            cancel=self._cancel,
+            model=None if self._model is None else self._model(),
         )
         return self.tools.execute(call.name, call.arguments, context)
 

@@ -14,13 +14,14 @@ docs/design.md, "The store contract".
 from __future__ import annotations
 
 from .base import default_url, wall_clock_ms
+from .children import ChildSession, list_children
 from .finding import Finding
 from .leasing import Leasing
 from .repair import Repair
 from .retention import Retention
 from .streams import Streams
 
-__all__ = ["SessionStore", "default_url", "wall_clock_ms"]
+__all__ = ["ChildSession", "SessionStore", "default_url", "wall_clock_ms"]
 
 
 class SessionStore(Retention, Finding, Repair, Streams, Leasing):
@@ -60,3 +61,10 @@ class SessionStore(Retention, Finding, Repair, Streams, Leasing):
     "Search"): `search` then misses what was appended, `verify` reports the index stale and
     `reindex` rebuilds it.
     """
+
+    async def children(self, session_id: str) -> list[ChildSession]:
+        """The sub-agent sessions ``session_id`` started (its ``subagent`` calls' sessions,
+        imported sub-agent transcripts): each session whose header names it as
+        ``parent_session`` and that is not a fork of it, oldest first, with its title, status
+        (running, completed, failed, aborted, interrupted) and open todos (`ChildSession`)."""
+        return await list_children(self, session_id, self._clock())

@@ -55,6 +55,9 @@ class Row:
     minor: bool = False
     """Hidden unless the viewer asks for every event (chunks, step ends, request records)."""
     todos: list[dict[str, str]] = field(default_factory=list)
+    subagent: dict[str, Any] | None = None
+    """On a ``tool/call`` that started a subagent: ``{id}`` of its session, and once known
+    (`load_timeline`) its ``title``, ``status`` and ``open`` (open todos)."""
     full_url: str = ""
     """Set when a text of the row was cut (`cut_row`): where the full text is."""
 
@@ -127,7 +130,11 @@ def _tool_call(event: SessionEvent, data: Any, calls: dict[str, str]) -> Row:
     call_id = str(data.get("callId", ""))
     name = str(data.get("name", ""))
     calls[call_id] = name
-    return Row(event.seq, event.type, "call", f"→ {name}", detail=str(data.get("arguments", "")))
+    row = Row(event.seq, event.type, "call", f"→ {name}", detail=str(data.get("arguments", "")))
+    child = data.get("subagentSessionId")
+    if isinstance(child, str):
+        row.subagent = {"id": child}
+    return row
 
 
 def _tool_result(event: SessionEvent, data: Any, calls: dict[str, str]) -> Row:
@@ -280,4 +287,15 @@ async def load_timeline(
             rows.append(cut_row(row, full_url(event.seq) if full_url else "", limit))
             if len(rows) == TIMELINE_PAGE:
                 break
+    if any(row.subagent for row in rows):
+        await _with_children(store, session_id, rows)
     return rows
+
+
+async def _with_children(store: SessionStore, session_id: str, rows: list[Row]) -> None:
+    """Fill in the title, status and open todos of the subagent sessions the rows started."""
+    known = {c.id: c for c in await store.children(session_id)}
+    for row in rows:
+        child = known.get(row.subagent["id"]) if row.subagent else None
+        if row.subagent is not None and child is not None:
+            row.subagent.update(title=child.title, status=child.status, open=len(child.open_todos))

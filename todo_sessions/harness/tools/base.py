@@ -35,7 +35,9 @@ class ToolContext:
 
     ``session`` is the owning agent session (None for callers that are not an agent, e.g. a
     UI or a script); ``call_id`` the model's tool-call id; ``turn``/``step`` locate the call in
-    the log; ``cancel`` is set when the caller wants the tool to stop early.
+    the log; ``cancel`` is set when the caller wants the tool to stop early; ``model`` is the
+    model of the calling agent loop (None outside one), which a ``subagent`` call runs its
+    child with unless told otherwise.
     """
 
     session: Session | None
@@ -43,6 +45,7 @@ class ToolContext:
     turn: int | None = None
     step: int | None = None
     cancel: asyncio.Event | None = None
+    model: Any = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,10 @@ class Tool(Protocol):
     ``parameters`` is the JSON Schema (Draft 2020-12) of the arguments object; the registry
     validates arguments against it before ``run`` is called. A tool may also define
     ``present_call(self, args: dict) -> dict | None`` giving UIs ``{title, kind, raw_input}``
-    for a call; it is optional, so it is not part of this protocol's required members.
+    for a call, and ``call_fields(self, session, call_id: str, arguments: str) -> dict``
+    giving extra keys for the call's ``tool/call`` event (the ``subagent`` tool's
+    ``subagentSessionId``); both are optional, so they are not part of this protocol's
+    required members.
     """
 
     name: str
