@@ -46,10 +46,12 @@ thread of the store.
   ``tests/test_inline_reads.py`` holds another process's write lock and a pending checkpoint
   while the loop reads, and watches a heartbeat.
 - **Waiting for another process's write lock** (`begin_write`): in WAL mode the writer's
-  connection has busy timeout 0 and its ``BEGIN IMMEDIATE`` retries after 20 µs, doubling up
-  to 2 ms, until the configured busy timeout has passed. SQLite's own busy handler sleeps 1,
-  2, 5, 10 ms... (``sqlite3`` cannot install another), far longer than another process's
-  append holds the lock. Migrations, the maintenance hatch and the integrity check run with
+  connection has busy timeout 0 and its ``BEGIN IMMEDIATE`` retries after 1 ms, then every
+  2 ms, until the configured busy timeout has passed. SQLite's own busy handler sleeps 1,
+  2, 5, 10, ... 100 ms (``sqlite3`` cannot install another), far longer than another
+  process's append holds the lock. Not shorter than 1 ms: each try pins the WAL for a moment,
+  and tries every 20 µs kept the WAL from starting over, a checkpoint per commit
+  (`driver._FIRST_WAIT`). Migrations, the maintenance hatch and the integrity check run with
   the configured busy timeout (`_Writer.configured_timeout`).
 
 Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop
