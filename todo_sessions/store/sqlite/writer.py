@@ -61,7 +61,8 @@ class Writer:
         """Events this writer committed since its last catch-up (an estimate: others may
         have indexed them)."""
         self._indexed_at = 0.0
-        """``time.monotonic()`` when the last idle catch-up ended (`INDEX_EVERY`)."""
+        """``time.monotonic()`` when the last idle catch-up that left nothing ended
+        (`INDEX_EVERY`)."""
         self._thread = threading.Thread(target=self._serve, name="todo-sessions-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -191,7 +192,9 @@ class Writer:
             return self._jobs.get(timeout=wait)
         except queue.Empty:
             self._index_while_idle()
-            self._indexed_at = time.monotonic()
+            # more left (one transaction takes about CATCH_UP_EVENTS): the next one after
+            # the idle pause alone
+            self._indexed_at = 0.0 if self.unindexed else time.monotonic()
             return NO_JOB
 
     def _index_while_idle(self) -> None:
