@@ -1,6 +1,7 @@
 """Failover and replication costs on PostgreSQL (issue #28).
 
     python bench/failover_bench.py [--failovers 5] [--rounds 5] [--appends 200] [--writers 4]
+    python bench/failover_bench.py --patroni [--patroni-faults 5] [--patroni-kinds kill,...]
 
 Servers of its own (``tests/pg_cluster.py``: Debian's PostgreSQL 15 binaries, as the postgres
 user, in a temporary directory on free ports; ``fsync`` on), never the machine's own.
@@ -17,6 +18,9 @@ user, in a temporary directory on free ports; ``fsync`` on), never the machine's
    ``--writers`` tasks appending ``--appends`` single events each to sessions of their own,
    on one store. Appends per second, median of the rounds with the p25-p75 spread, and the
    ratio.
+3. **Under Patroni** (``--patroni``, instead of 1 and 2): bench/patroni_faults.py (time to the
+   first append after each kind of fault, appends/s during a switchover, the cost of
+   ``synchronous_mode`` on store_bench's single and batch100 rows).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pg_cluster
 
@@ -126,7 +131,17 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--patroni", action="store_true", help="the Patroni columns instead")
+    parser.add_argument("--patroni-faults", type=int, default=5, help="faults of each kind")
+    parser.add_argument("--patroni-kinds", default="kill,switchover,stall,etcd")
     args = parser.parse_args()
+    if args.patroni:
+        import patroni_faults
+
+        kinds = tuple(args.patroni_kinds.split(","))
+        print(f"python {platform.python_version()}, {platform.machine()}")
+        await patroni_faults.run(args.patroni_faults, args.rounds, kinds)
+        return
     if not pg_cluster.available():
         raise SystemExit("needs PostgreSQL 15 binaries in /usr/lib/postgresql/15/bin")
     print(f"python {platform.python_version()}, {platform.machine()}")

@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from todo_sessions import SessionEvent, SessionStore, StandbyServerError, StoreUnavailableError
 from todo_sessions.store import postgres
 from todo_sessions.store.backends import replica_target
+from todo_sessions.store.connecting import connect_each_host
 from todo_sessions.store.engine import HostChoice, parse_url, replica_url
 from todo_sessions.store.retry import until_reachable
 from todo_sessions.store.translate import translated
@@ -115,7 +116,22 @@ def test_load_balancing_shuffles_hosts_and_ports_together() -> None:
     fixed = HostChoice(parse_url("postgresql://u@a:1,b:2/db"))
     params = {"host": ["a", "b"], "port": [1, 2]}
     fixed.apply(params)
+    # several hosts: each is tried within its own connect timeout (store/connecting.py)
+    assert params.pop("async_creator_fn") is connect_each_host
     assert params == {"host": ["a", "b"], "port": [1, 2]}
+
+
+def test_a_multi_host_url_bounds_connect_and_command_times() -> None:
+    """An unresponsive host (a frozen primary) is given up: 5 s to connect per host and 15 s
+    per statement by default; the URL sets either, ``command_timeout=0`` for none."""
+    several = parse_url("postgresql://u@a:1,b:2/db").connect_args
+    assert (several["timeout"], several["command_timeout"]) == (5.0, 15.0)
+    given = parse_url("postgresql://u@a:1,b:2/db?connect_timeout=2&command_timeout=0")
+    assert (given.connect_args["timeout"], given.connect_args["command_timeout"]) == (2.0, None)
+    with pytest.raises(ValueError, match="command_timeout"):
+        parse_url("postgresql://u@a:1,b:2/db?command_timeout=soon")
+    one = parse_url("postgresql://u@a:1/db").connect_args  # one host: as before
+    assert "timeout" not in one and "command_timeout" not in one
 
 
 def test_after_a_standby_refused_a_write_only_a_writable_host_is_taken() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "todo_sessions"
 STORE = PACKAGE / "store"
 DRIVERS = frozenset({"sqlite3", "asyncpg", "aiosqlite", "psycopg", "psycopg2"})
-DRIVER_MODULES = ("store/sqlite/", "store/postgres/", "store/engine.py")
-"""The backend packages and the URL parser."""
+DRIVER_MODULES = ("store/sqlite/", "store/postgres/", "store/engine.py", "store/connecting.py")
+"""The backend packages, the URL parser and asyncpg's connect helper."""
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:

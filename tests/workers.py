@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contextlib
 
-from factories import T0, header
+from factories import T0, header, turn
 
 from todo_sessions import (
     SeqConflictError,
@@ -149,12 +149,33 @@ async def acks(url: str, name: str, tasks: int) -> dict[str, object]:
     return {"name": name}
 
 
+async def turns(url: str, name: str, tasks: int) -> None:
+    """Like `acks`, one well-formed turn (6 events, `factories.turn`) per append, so that
+    ``verify`` of the log (or of any prefix of it that ends between turns) is clean."""
+    async with SessionStore(url) as store:
+        for i in range(tasks):
+            await store.create(header(f"{name}-{i}"))
+
+        async def run(session: str) -> None:
+            for number in range(1, 20_000):
+                seq = (number - 1) * 6
+                await store.append(session, turn(seq, number, text=f"{session} {number}"))
+                print(json.dumps({"session": session, "next_seq": seq + 6}), flush=True)
+
+        await asyncio.wait_for(
+            asyncio.gather(*(run(f"{name}-{i}") for i in range(tasks))), timeout=120
+        )
+
+
 def main() -> None:
     mode, url, name, go = sys.argv[1:5]
     rest = sys.argv[5:]
     wait_for(Path(go))
     if mode == "acks":
         asyncio.run(acks(url, name, int(rest[0])))
+        return
+    if mode == "turns":
+        asyncio.run(turns(url, name, int(rest[0])))
         return
     if mode == "open":
         result = asyncio.run(open_fresh(url, name))

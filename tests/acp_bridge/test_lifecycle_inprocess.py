@@ -86,24 +86,26 @@ async def test_usage_after_each_turn_equals_the_stored_usage(tmp_path: Any) -> N
     await shut(agent)
 
 
-async def test_plan_update_only_for_clients_that_ask(tmp_path: Any) -> None:
+async def test_plan_update_instead_of_plan_only_for_clients_that_ask(tmp_path: Any) -> None:
+    """A client with ``plan`` gets each list once, as a ``plan_update`` (never the legacy
+    ``plan`` too); one without gets the legacy ``plan`` only."""
+    lists = {}
     for plan in (False, True):
         agent, conn = await make(tmp_path / str(plan), plan=plan)
         sid = (await agent.new_session(cwd=str(tmp_path))).session_id
         await agent.prompt(session_id=sid, prompt=[Text("a\nb")])
         plans = [u["entries"] for _, u in conn.sent if u["sessionUpdate"] == "plan"]
         items = [u["plan"] for _, u in conn.sent if u["sessionUpdate"] == "plan_update"]
-        assert plans
         if plan:
-            assert [i["entries"] for i in items] == plans
+            assert plans == [] and items
             assert {i["planId"] for i in items} == {"main"}
-            kinds = conn.kinds()
-            assert all(
-                kinds[i + 1] == "plan_update" for i, kind in enumerate(kinds) if kind == "plan"
-            )  # each right after its v1 plan
+            assert {i["type"] for i in items} == {"items"}
+            lists[plan] = [i["entries"] for i in items]
         else:
-            assert items == []
+            assert items == [] and plans
+            lists[plan] = plans
         await shut(agent)
+    assert lists[True] == lists[False]  # the same lists, one way or the other
 
 
 async def test_resume_repairs_an_interrupted_turn_and_streams_the_repair_at_the_prompt(

@@ -24,6 +24,8 @@ from acp.connection import Connection
 from acp.router import Route
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
+    AuthMethodAgent,
     CloseSessionResponse,
     Cost,
     DeleteSessionRequest,
@@ -48,6 +50,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionNotification,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     UsageUpdate,
 )
 from acp.schema import AgentMessageChunk as AgentMessageChunk
@@ -76,6 +79,8 @@ __all__ = [
     "AgentMessageChunk",
     "AgentSideConnection",
     "AgentThoughtChunk",
+    "AuthMethodAgent",
+    "AuthenticateResponse",
     "Client",
     "CloseSessionResponse",
     "Connection",
@@ -111,6 +116,7 @@ __all__ = [
     "SessionNotification",
     "SessionResumeCapabilities",
     "SessionUpdate",
+    "SetSessionConfigOptionResponse",
     "TextContent",
     "ToolCallContent",
     "ToolCallProgress",

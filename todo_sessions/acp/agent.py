@@ -22,14 +22,22 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   store: a ``session/meta`` event that changes its title or tags, appended by this agent or
   by any other process, is sent as a ``session_info_update``. After each turn a
   ``usage_update`` is sent.
-- Every ``plan`` is followed by the same list as a ``plan_update`` (planId ``main``) when
-  the client advertised the ``plan`` capability.
+- What the client advertised in ``initialize`` (`ClientFeatures`) chooses the newer updates
+  it is sent (`todo_sessions.acp.presenter`): ``plan_update``/``plan_removed`` instead of the
+  legacy ``plan``, ``compaction_update``, ``subagent_update`` with the children's own
+  updates on their session ids (`todo_sessions.acp.relay`); a client that advertises none
+  gets the legacy stream. Live and replay send the same updates.
+- ``configOptions`` (the ``model`` option) answer ``session/new``, ``load`` and ``resume``;
+  ``session/set_config_option`` switches the model for the next turn and records it in the
+  log; ``authMethods`` name the API key variables the models need
+  (`todo_sessions.acp.config_options`). ``$/cancel_request`` of a prompt cancels it
+  (`todo_sessions.acp.connection`).
 - At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
   completed entries when a turn starts).
-- Live updates and replays go through the same `UpdateMapper`, so the live stream of a turn
-  and its replay are the same updates with the same message ids. When the first prompt takes
-  over a session whose last turn was interrupted, the repair's events (results of the calls
-  left open, ``turn/end``) are streamed before the turn's own updates.
+- Live updates and replays go through a `Presenter` each (an `UpdateMapper` inside), so the
+  live stream of a turn and its replay are the same updates with the same ids. When the first
+  prompt takes over a session whose last turn was interrupted, the repair's events (results
+  of the calls left open, ``turn/end``) are streamed before the turn's own updates.
 - ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
   is answered with the JSON-RPC error it deserves and the agent keeps running.
 - A tool whose ``requires_permission`` attribute is true runs only after the client allowed it
@@ -49,25 +57,31 @@ from typing import Any
 from .._service import SessionService
 from .._session import Session
 from ..core.envelope import SessionEvent
+from ..core.meta import META_TYPE
 from ..core.types import REQUEST_CONTEXT, TURN_END, TURN_START
-from ..errors import SessionExistsError, StructureError, TodoSessionsError
+from ..errors import SessionExistsError
+from ..harness.compaction import CompactionPolicy
 from ..harness.loop import AgentLoop
 from ..harness.model import Model
 from ..harness.tools.base import ToolContext
 from ..harness.tools.registry import ToolRegistry
 from ..store.results import SessionSummary
-from . import _sdk
+from . import _sdk, turns
 from .builtin import PlanningModel, builtin_tools
+from .capabilities import ClientFeatures
 from .client_errors import client_errors
+from .config_options import MODEL_META_KEY, ModelChoice, ModelMenu
 from .connection import AgentConnection
 from .following import Followers
 from .jsonrpc import GuardedStdioTransport
 from .listing import iso_time
-from .mapping import SessionUpdate, UpdateMapper, plan_content_update, todos_to_plan
-from .permissions import PermissionGate, ask_client
-from .prompting import TurnForwarder, prompt_blocks, prompt_response
+from .mapping import SessionUpdate
+from .permissions import PermissionGate
+from .presenter import Presenter
+from .prompting import TurnForwarder
 from .replay import Replay, read_pages, send_page
 from .session_list import list_page, title_of
+from .session_ops import delete_session, fork_session
 from .usage import UsageTally, context_window
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
@@ -95,8 +109,11 @@ _FOLLOW_INTERVAL = 0.2
 class TodoSessionsAgent:
     """The ACP agent. ``model_factory`` and ``tools_factory`` default to the built-ins.
 
-    ``model_factory`` is called once per live session (its `AgentLoop` serves every prompt of
-    that session); ``tools_factory`` once. ``record_requests`` is passed to the loops.
+    ``models``: the models offered as the ``model`` config option, the first the default
+    (default: one, ``default``, made by ``model_factory``); a model is made once per live
+    session that runs it (its `AgentLoop` serves the session's prompts until the client
+    switches model). ``tools_factory`` is called once. ``record_requests`` and ``compaction``
+    (when to compact, `CompactionPolicy`; None: never automatically) are passed to the loops.
     """
 
     def __init__(
@@ -109,11 +126,20 @@ class TodoSessionsAgent:
         record_requests: bool = False,
         list_page_size: int = LIST_PAGE_SIZE,
         follow_interval: float = _FOLLOW_INTERVAL,
+        models: Sequence[ModelChoice] | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         if type(list_page_size) is not int or list_page_size < 1:
             raise ValueError(f"list_page_size must be an int >= 1, got {list_page_size!r}")
         self.service = service
-        self._model_factory = model_factory
+        self.models = ModelMenu(models or [ModelChoice("default", model_factory, "Default")])
+        self.compaction = compaction
+        self._model_of: dict[str, str] = {}
+        """Per session the client switched or ran: the model value it runs."""
+        self._loop_model: dict[str, str] = {}
+        """Per session in ``_session_loops``: the model value its loop runs."""
+        self._cancel_asked: set[str] = set()
+        """Sessions whose pending prompt ``$/cancel_request`` cancelled (until it answers)."""
         self._tools = PermissionGate(tools_factory(), self._ask_permission)
         self._conn: Any = None
         self._forwarders: dict[str, TurnForwarder] = {}
@@ -125,7 +151,7 @@ class TodoSessionsAgent:
         self._prompt_done: dict[str, asyncio.Event] = {}
         """Per session: set when the running prompt has answered."""
         self._session_loops: dict[str, AgentLoop] = {}
-        self._mappers: dict[str, UpdateMapper] = {}
+        self._mappers: dict[str, Presenter] = {}
         """Per live session: what this agent's client was shown so far."""
         self._backlog: dict[str, list[SessionEvent]] = {}
         """Per live session: events appended on resume (crash repair), not sent yet."""
@@ -133,8 +159,11 @@ class TodoSessionsAgent:
         """Per session the client has open: the task following its log (``session/meta``)."""
         self._usage: dict[str, UsageTally] = {}
         """Per open session whose usage is known here: the running total."""
-        self._plan_updates = False
-        """Whether the client asked for ``plan_update`` (its ``plan`` capability)."""
+        self.features = ClientFeatures()
+        """What the client advertised in ``initialize`` (all off until it has)."""
+        self.client_capabilities_json: Any = None
+        """The raw ``clientCapabilities`` (`AgentConnection` sets it; the SDK's model drops
+        the capabilities its schema predates)."""
         self.max_steps = max_steps
         self.record_requests = record_requests
         """Passed to each `AgentLoop`: record provider, model, system prompt and tools."""
@@ -144,18 +173,9 @@ class TodoSessionsAgent:
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
-    async def _send(self, session_id: str, update: SessionUpdate) -> None:
-        for each in self._with_plan_update([update]):
-            await self._conn.session_update(session_id=session_id, update=each)
-
-    def _with_plan_update(self, updates: Sequence[SessionUpdate]) -> list[SessionUpdate]:
-        """The updates, each ``plan`` followed by its ``plan_update`` when the client asked."""
-        out: list[SessionUpdate] = []
-        for update in updates:
-            out.append(update)
-            if self._plan_updates and update.session_update == "plan":
-                out.append(plan_content_update(update))
-        return out
+    async def _send(self, session_id: str, update: SessionUpdate | dict[str, Any]) -> None:
+        """One ``session/update`` (an SDK model, or wire JSON for the newer kinds)."""
+        await self._conn.session_update(session_id=session_id, update=update)
 
     async def aclose(self) -> None:
         """Stop following the open sessions (the service stays the caller's)."""
@@ -167,7 +187,8 @@ class TodoSessionsAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, **_: Any
     ) -> _sdk.InitializeResponse:
-        self._plan_updates = getattr(client_capabilities, "plan", None) is not None
+        raw = self.client_capabilities_json
+        self.features = ClientFeatures.of(client_capabilities if raw is None else raw)
         sessions = _sdk.SessionCapabilities(
             list=_sdk.SessionListCapabilities(),
             resume=_sdk.SessionResumeCapabilities(),
@@ -181,17 +202,32 @@ class TodoSessionsAgent:
                 load_session=True, session_capabilities=sessions
             ),
             agent_info=_sdk.Implementation(name="todo-sessions", version=_version()),
+            auth_methods=self.models.auth_methods(),
         )
+
+    async def authenticate(self, method_id: str, **_: Any) -> _sdk.AuthenticateResponse:
+        """The key variable of ``method_id`` is set: nothing else to do (the models read it);
+        unset, ``auth_required`` naming it."""
+        self.models.authenticate(method_id)
+        return _sdk.AuthenticateResponse()
 
     async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
         with client_errors():
             session = await self.service.new(cwd=cwd, origin="acp")
         self._mappers[session.id] = self._mapper()
         self._usage[session.id] = UsageTally()
-        return _sdk.NewSessionResponse(session_id=session.id)
+        current = self._model_of[session.id] = self.models.default
+        return _sdk.NewSessionResponse(
+            session_id=session.id, config_options=self.models.options(current)
+        )
 
-    def _mapper(self) -> UpdateMapper:
-        return UpdateMapper(present_call=self._tools.present_call)
+    def _mapper(self) -> Presenter:
+        return Presenter(self.features, present_call=self._tools.present_call)
+
+    def _current_model(self, session_id: str, summary: SessionSummary) -> str:
+        current = self._model_of.get(session_id) or self.models.current(summary.metadata)
+        self._model_of[session_id] = current
+        return current
 
     async def _summary(self, session_id: str) -> SessionSummary:
         with client_errors(session_id):
@@ -249,7 +285,7 @@ class TodoSessionsAgent:
         if session_id in self.service.live_ids():
             await self.service.flush(session_id)
         summary = await self._summary(session_id)
-        replay = Replay(self._mapper(), summary.title, self._with_plan_update)
+        replay = Replay(self._mapper(), summary.title)
         with client_errors(session_id):
             pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
             async with contextlib.aclosing(pages) as reading:
@@ -260,7 +296,8 @@ class TodoSessionsAgent:
         if session_id not in self.service.live_ids():
             self._usage[session_id] = replay.tally
         self._follow(session_id, replay.next_seq)
-        return _sdk.LoadSessionResponse()
+        current = self._current_model(session_id, summary)
+        return _sdk.LoadSessionResponse(config_options=self.models.options(current))
 
     async def resume_session(
         self, cwd: str, session_id: str, **_: Any
@@ -275,7 +312,23 @@ class TodoSessionsAgent:
         summary = await self._summary(session_id)
         await self._send_info(session_id, summary, await title_of(self.service.store, summary))
         self._follow(session_id, summary.next_seq)
-        return _sdk.ResumeSessionResponse()
+        current = self._current_model(session_id, summary)
+        return _sdk.ResumeSessionResponse(config_options=self.models.options(current))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: Any, **_: Any
+    ) -> _sdk.SetSessionConfigOptionResponse:
+        """Switch the session's model for its next turn (``invalid_params`` for a value not
+        offered, nothing written); the change is a ``session/meta`` event in the log."""
+        value = self.models.check(config_id, value)
+        session = await self._live(session_id)
+        await self.service.flush(session_id)
+        summary = await self._summary(session_id)
+        if summary.metadata.get(MODEL_META_KEY) != value:
+            metadata = {**summary.metadata, MODEL_META_KEY: value}
+            session.append(META_TYPE, {"metadata": metadata}, ignorable=True)
+        self._model_of[session_id] = value
+        return _sdk.SetSessionConfigOptionResponse(config_options=self.models.options(value))
 
     async def close_session(self, session_id: str, **_: Any) -> _sdk.CloseSessionResponse:
         """Cancel a running prompt, flush the session and give its lease back; no further
@@ -297,6 +350,8 @@ class TodoSessionsAgent:
             await self.service.close(session_id)
         for held in (self._mappers, self._backlog, self._session_loops, self._always, self._usage):
             held.pop(session_id, None)
+        self._model_of.pop(session_id, None)
+        self._loop_model.pop(session_id, None)
 
     async def delete_session(self, session_id: str, **_: Any) -> _sdk.DeleteSessionResponse:
         """Delete a session through `SessionStore.delete` (the only deletion path). One held by
@@ -304,21 +359,7 @@ class TodoSessionsAgent:
         service takes the lease first, so nothing is deleted under a live owner."""
         await self._summary(session_id)
         await self._release(session_id)
-        store = self.service.store
-        lease = None
-        if self.service.leases:
-            with client_errors(session_id):
-                lease = await store.acquire_lease(
-                    session_id, self.service.owner, ttl=self.service.lease_ttl
-                )
-        try:
-            with client_errors(session_id):
-                await store.delete(session_id)
-        except BaseException:
-            if lease is not None:
-                with contextlib.suppress(TodoSessionsError):
-                    await store.release_lease(lease)
-            raise
+        await delete_session(self.service, session_id)
         return _sdk.DeleteSessionResponse()
 
     async def fork_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.ForkSessionResponse:
@@ -329,24 +370,20 @@ class TodoSessionsAgent:
             await self.service.flush(session_id)
         summary = await self._summary(session_id)
         start = await self._open_turn(session_id)
-        boundary = None if start is None else start - 1
-        if boundary is not None and boundary < 0:
-            raise _sdk.RequestError.invalid_params(
-                {"message": f"session {session_id!r} has no closed turn to fork at"}
-            )
-        try:
-            with client_errors(session_id):
-                log = await self.service.store.fork(session_id, boundary, title=summary.title)
-        except (StructureError, ValueError) as exc:
-            raise _sdk.RequestError.invalid_params({"message": str(exc)}) from None
-        return _sdk.ForkSessionResponse(session_id=log.header.id)
+        fork_id = await fork_session(self.service, session_id, summary.title, start)
+        return _sdk.ForkSessionResponse(session_id=fork_id)
 
     async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+        self, cwd: str | None = None, cursor: str | None = None, **meta: Any
     ) -> _sdk.ListSessionsResponse:
-        """One page of the store's sessions, newest activity first (`LIST_PAGE_SIZE`)."""
+        """One page of the store's sessions, newest activity first (`LIST_PAGE_SIZE`);
+        subagent sessions only when ``_meta`` has ``includeSubagents: true``."""
         return await list_page(
-            self.service.store, cwd=cwd, cursor=cursor, page_size=self.list_page_size
+            self.service.store,
+            cwd=cwd,
+            cursor=cursor,
+            page_size=self.list_page_size,
+            subagents=meta.get("includeSubagents") is True,
         )
 
     # -- following open sessions ----------------------------------------------------------------
@@ -384,87 +421,25 @@ class TodoSessionsAgent:
             tally = self._usage[session_id] = UsageTally(usage.total, size)
         await self._send(session_id, tally.update())
 
-    # -- turns ----------------------------------------------------------------------------------
+    # -- turns (`todo_sessions.acp.turns`) ------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> _sdk.PromptResponse:
-        session = await self._live(session_id)
-        if session_id in self._loops:
-            raise _sdk.RequestError.invalid_request({"reason": "a prompt is already running"})
-        loop = self._session_loops.get(session_id)
-        if loop is None or loop.session is not session:
-            # One loop per live session: it remembers the request configuration it recorded.
-            loop = self._session_loops[session_id] = AgentLoop(
-                session,
-                self._model_factory(),
-                self._tools,
-                max_steps=self.max_steps,
-                checkpoint=self.service.checkpoint_for(session_id),
-                record_requests=self.record_requests,
-            )
-        self._loops[session_id] = loop  # taken before any await: one prompt at a time
-        done = self._prompt_done[session_id] = asyncio.Event()
-        try:
-            response = await self._run_prompt(session, loop, prompt)
-        finally:
-            if self._loops.get(session_id) is loop:
-                del self._loops[session_id]
-            if self._prompt_done.get(session_id) is done:
-                del self._prompt_done[session_id]
-            done.set()
-        if session_id in self.service.live_ids():
-            await self._send_usage(session_id)
-            if session_id not in self._followers:
-                await self.service.flush(session_id)
-                self._follow(session_id, session.next_seq)
-        return response
-
-    async def _run_prompt(
-        self, session: Session, loop: AgentLoop, prompt: list[Any]
-    ) -> _sdk.PromptResponse:
-        session_id = session.id
-        mapper = self._mappers[session_id]
-        for event in self._backlog.pop(session_id, ()):  # the repair, before the turn
-            for update in mapper.feed(event):
-                await self._send(session_id, update)
-        todos = session.todos
-        if todos and any(t.status != "completed" for t in todos):
-            await self._send(session_id, todos_to_plan(todos))
-
-        async def send(update: SessionUpdate) -> None:
-            await self._send(session_id, update)
-
-        forwarder = TurnForwarder(session, mapper, self._usage.get(session_id), send)
-        self._forwarders[session_id] = forwarder
-        try:
-            async with forwarder:
-                with client_errors():
-                    outcome = await loop.run_turn(prompt_blocks(prompt))
-        finally:
-            self._forwarders.pop(session_id, None)
-        return prompt_response(outcome, forwarder.end)
+        return await turns.prompt(self, session_id, prompt)
 
     async def _ask_permission(self, name: str, args: Any, context: ToolContext) -> str | None:
         """Ask the client whether a call may run: None if allowed, else the reason."""
-        session_id = context.session.id if context.session is not None else None
-        if session_id is None or self._conn is None:
-            return f"{name} needs the user's permission and there is no client to ask"
-        if name in self._always.get(session_id, ()):
-            return None
-        forwarder = self._forwarders.get(session_id)
-        if forwarder is not None:
-            await forwarder.queue.join()  # the client has been shown the tool_call it is asked
-        shown = self._tools.present_call(name, args)
-        refused, always = await ask_client(
-            self._conn, session_id, context.call_id, name, args, shown
-        )
-        if always:
-            self._always.setdefault(session_id, set()).add(name)
-        return refused
+        return await turns.ask_permission(self, name, args, context)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         loop = self._loops.get(session_id)
         if loop is not None:
             loop.cancel()
+
+    async def cancel_prompt_request(self, session_id: str) -> None:
+        """``$/cancel_request`` of a pending ``session/prompt``: cancelled as
+        ``session/cancel`` would (also when it has not started running yet)."""
+        self._cancel_asked.add(session_id)
+        await self.cancel(session_id)
 
 
 async def serve(service: SessionService, agent: TodoSessionsAgent | None = None) -> None:

@@ -11,6 +11,14 @@ the schema's; only the routing is ours.
 
 Towards the agent it offers what the SDK's ``AgentSideConnection`` offers and the agent uses:
 ``session_update`` and ``request_permission``.
+
+Two things the pinned SDK does not do are done on the raw messages (`_Tracking`, between the
+transport and the SDK's connection): the ``clientCapabilities`` of ``initialize`` are handed
+to the agent as JSON (``agent.client_capabilities_json``: the SDK's schema drops the ones it
+predates), and ``$/cancel_request`` (a notification naming a pending request) is served: a
+pending ``session/prompt`` is cancelled through ``agent.cancel_prompt_request(session_id)``
+(it answers ``{stopReason: "cancelled"}``); other requests run to their answer, which the
+protocol allows (cancelling is a "MAY"), and an id that names no pending request is ignored.
 """
 
 from __future__ import annotations
@@ -22,6 +30,59 @@ from . import _sdk
 __all__ = ["AgentConnection"]
 
 SESSION_DELETE = "session/delete"
+CANCEL_REQUEST = "$/cancel_request"
+_REQUEST_KEY = tuple[type, Any]
+
+
+def _key(request_id: Any) -> _REQUEST_KEY:
+    """A request id as a dict key (``1`` and ``"1"`` are different requests)."""
+    return (type(request_id), request_id)
+
+
+class _Tracking:
+    """The transport as the SDK's connection sees it: requests noted until answered,
+    ``$/cancel_request`` served, ``initialize``'s raw capabilities handed to the agent."""
+
+    def __init__(self, transport: Any, agent: Any) -> None:
+        self._inner = transport
+        self._agent = agent
+        self._pending: dict[_REQUEST_KEY, tuple[str, Any]] = {}
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            message = await self._inner.receive()
+            if message is None:
+                return None
+            method = message.get("method")
+            if method == CANCEL_REQUEST:
+                await self._cancel(message.get("params"))
+                continue
+            if method is not None and "id" in message:
+                params = message.get("params")
+                self._pending[_key(message["id"])] = (method, params)
+                if method == "initialize" and isinstance(params, dict):
+                    self._agent.client_capabilities_json = params.get("clientCapabilities")
+            return message
+
+    async def _cancel(self, params: Any) -> None:
+        if not isinstance(params, dict) or "requestId" not in params:
+            return
+        pending = self._pending.get(_key(params["requestId"]))
+        if pending is None:
+            return
+        method, request = pending
+        cancel = getattr(self._agent, "cancel_prompt_request", None)
+        session_id = request.get("sessionId") if isinstance(request, dict) else None
+        if method == "session/prompt" and cancel is not None and isinstance(session_id, str):
+            await cancel(session_id)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if "method" not in message and "id" in message:  # an answer: no longer pending
+            self._pending.pop(_key(message["id"]), None)
+        await self._inner.send(message)
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 class AgentConnection:
@@ -42,7 +103,7 @@ class AgentConnection:
             )
         )
         self._transport = transport
-        self._conn = _sdk.Connection(router, transport, listening=False)
+        self._conn = _sdk.Connection(router, _Tracking(transport, agent), listening=False)
         if (on_connect := getattr(agent, "on_connect", None)) is not None:
             on_connect(self)
 
@@ -70,7 +131,8 @@ class AgentConnection:
         ``AgentSideConnection.session_update`` sends (`_sdk.wire_dump` of the notification),
         serialised from the already validated update without validating it a second time
         inside a `SessionNotification` (a replay sends tens of thousands)."""
-        params: dict[str, Any] = {"sessionId": session_id, "update": _sdk.wire_dump(update)}
+        wire = update if isinstance(update, dict) else _sdk.wire_dump(update)
+        params: dict[str, Any] = {"sessionId": session_id, "update": wire}
         if meta:
             params["_meta"] = meta
         await self._conn.send_notification("session/update", params)

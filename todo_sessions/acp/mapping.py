@@ -29,7 +29,8 @@ removed from the model's view is still replayed, and so is the replacing event (
 a compaction summary appears as a user message after the messages it summarises). The client
 sees the conversation as it happened; `derive_messages` is what the model sees. A pruned
 ``tool/result`` (a content rewrite) sends nothing: the client keeps the output it was shown.
-The ``compaction/*`` records send nothing either, so the plan the client shows stays.
+The ``compaction/*`` records send nothing here (`todo_sessions.acp.presenter` shows them to
+clients that advertise compaction), so the plan the client shows stays.
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ __all__ = [
     "UpdateMapper",
     "chunk_to_updates",
     "event_to_updates",
-    "plan_content_update",
     "replay_updates",
     "todos_to_plan",
     "update_to_wire",
@@ -94,22 +94,10 @@ def todos_to_plan(todos: Sequence[TodoItem]) -> _sdk.PlanUpdate:
     return _sdk.PlanUpdate(session_update="plan", entries=entries)
 
 
-PLAN_ID = "main"
-"""The ``planId`` of the todo list on the newer plan API (``plan_update``)."""
-
-
-def plan_content_update(plan: _sdk.PlanUpdate) -> _sdk.PlanContentUpdate:
-    """The same list as a ``plan_update`` of the item plan `PLAN_ID`, for clients that
-    advertise the ``plan`` capability (sent next to the v1 ``plan``, never instead)."""
-    return _sdk.PlanContentUpdate(
-        session_update="plan_update",
-        plan=_sdk.PlanUpdateItems(type="items", plan_id=PLAN_ID, entries=list(plan.entries)),
-    )
-
-
-def update_to_wire(update: SessionUpdate) -> dict[str, Any]:
-    """The update as JSON, exactly as the SDK sends it in ``session/update`` (``params.update``)."""
-    return _sdk.wire_dump(update)
+def update_to_wire(update: SessionUpdate | dict[str, Any]) -> dict[str, Any]:
+    """The update as JSON, exactly as the SDK sends it in ``session/update`` (``params.update``);
+    wire JSON already (the kinds the pinned SDK has no model of) is returned as it is."""
+    return update if isinstance(update, dict) else _sdk.wire_dump(update)
 
 
 def _content(block: ContentBlock) -> _sdk.ContentBlock | None:

@@ -12,7 +12,7 @@ from ..core.envelope import SessionEvent
 from ..core.types import TURN_END, USER_MESSAGE
 from ..harness.loop import TurnOutcome
 from . import _sdk
-from .mapping import SessionUpdate, UpdateMapper
+from .presenter import Presenter
 from .usage import UsageTally
 
 __all__ = ["TurnForwarder", "prompt_blocks", "prompt_response"]
@@ -61,9 +61,9 @@ class TurnForwarder:
     def __init__(
         self,
         session: Session,
-        mapper: UpdateMapper,
+        mapper: Presenter,
         tally: UsageTally | None,
-        send: Callable[[SessionUpdate], Awaitable[None]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
         self.queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
         """The events not yet sent (``join`` it to wait until the client was shown them)."""

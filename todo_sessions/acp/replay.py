@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from ..core.envelope import SessionEvent
-from ..core.types import TODO_WRITE, USER_MESSAGE
+from ..core.types import USER_MESSAGE
 from ..store.store import SessionStore
-from . import _sdk
 from .listing import first_line
-from .mapping import SessionUpdate, UpdateMapper, update_to_wire
+from .presenter import Presenter
 from .usage import UsageTally
 
 __all__ = ["Replay", "read_pages", "send_page"]
@@ -53,17 +52,11 @@ class Replay:
     log (``tally``), the title (the stored one, else the first user message's first line)
     and the seq after the last event replayed (``next_seq``)."""
 
-    def __init__(
-        self,
-        mapper: UpdateMapper,
-        title: str | None,
-        with_plan_update: Callable[[Sequence[SessionUpdate]], list[SessionUpdate]],
-    ) -> None:
+    def __init__(self, mapper: Presenter, title: str | None) -> None:
         self.mapper = mapper
         self.tally = UsageTally()
         self.title = title
         self.next_seq = 0
-        self._with_plan_update = with_plan_update
 
     def page(self, events: Sequence[SessionEvent]) -> list[dict[str, Any]]:
         """The wire updates of one page, in log order."""
@@ -72,20 +65,15 @@ class Replay:
             self.tally.feed(event)
             if self.title is None and event.type == USER_MESSAGE:
                 self.title = first_line(event.data)
-            if event.type == TODO_WRITE:  # a plan (and plan_update if asked)
-                plans = self._with_plan_update(self.mapper.feed(event))
-                batch.extend(map(update_to_wire, plans))
-            else:
-                batch.extend(self.mapper.feed_wire(event))
+            batch.extend(self.mapper.feed(event))
         if events:
             self.next_seq = events[-1].seq + 1
         return batch
 
 
 async def send_page(conn: Any, session_id: str, updates: list[dict[str, Any]]) -> None:
-    """Send a page's wire updates together, in order. A connection without
-    ``session_updates`` (the SDK's own ``AgentSideConnection``) is given each one as the SDK's
-    model, validated from its JSON."""
+    """Send a page's wire updates together, in order (one ``session_update`` each on a
+    connection without ``session_updates``)."""
     if not updates:
         return
     send_many = getattr(conn, "session_updates", None)
@@ -93,6 +81,4 @@ async def send_page(conn: Any, session_id: str, updates: list[dict[str, Any]]) -
         await send_many(session_id, updates)
         return
     for update in updates:
-        notification = {"sessionId": session_id, "update": update}
-        model = _sdk.SessionNotification.model_validate(notification).update
-        await conn.session_update(session_id=session_id, update=model)
+        await conn.session_update(session_id=session_id, update=update)

@@ -30,6 +30,7 @@ from ._options import (
     SCHEMA_HELP,
     TABLE_PREFIX_HELP,
     UsageError,
+    check_params,
     interrupted,
     one_line,
 )
@@ -61,6 +62,12 @@ class _Group(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The group's options checked as every command's are (`_options.check_params`)."""
+        rest = super().parse_args(ctx, args)
+        check_params(ctx, self.get_params(ctx))
+        return rest
 
     def make_context(
         self,

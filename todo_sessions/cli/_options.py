@@ -7,9 +7,11 @@ module and nothing of the library).
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import IO, Any, NoReturn
 
 import click
@@ -40,8 +42,89 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
-    """``click.command(name)`` with its line of `COMMANDS` as the short help."""
-    return click.command(name, short_help=COMMANDS[name][1])
+    """``click.command(name)`` with its line of `COMMANDS` as the short help, its values
+    checked (`CheckedCommand`)."""
+    return click.command(name, cls=CheckedCommand, short_help=COMMANDS[name][1])
+
+
+MAX_INT = 2**63 - 1
+"""The largest integer an option may hold: seqs, ids, counts and moments are signed 64-bit
+integers in the database (a larger one would reach the driver and fail there)."""
+MIN_INT = -(2**63)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _name(param: click.Parameter) -> str:
+    """How a usage error names ``param``: its first option (``--limit``) or its metavar."""
+    if isinstance(param, click.Option) and param.opts:
+        return param.opts[0]
+    return param.human_readable_name
+
+
+def _raw_name(args: list[str], i: int) -> str:
+    token = args[i]
+    if token.startswith("-") and "=" in token:
+        return token.split("=", 1)[0]
+    if i and args[i - 1].startswith("-") and args[i - 1] != "--":
+        return args[i - 1]
+    return "an argument"
+
+
+def check_args(args: list[str]) -> None:
+    """No argument holds a NUL (a shell cannot pass one; a caller in the same process can):
+    for a file name with one, which ``open`` or ``stat`` refused while click read it."""
+    for i, token in enumerate(args):
+        if isinstance(token, str) and "\x00" in token:
+            raise UsageError(f"{_raw_name(args, i)} must not contain NUL characters")
+
+
+def check_value(name: str, value: Any) -> None:
+    """One value of a parsed option or argument, as it will reach the library and its
+    driver: an int within a signed 64-bit integer, a float finite, a string without NUL and
+    valid Unicode (a byte that is not UTF-8 in ``argv`` arrives as a lone surrogate), a path
+    without NUL (any other byte is a valid file name). A `UsageError` naming the option."""
+    if isinstance(value, tuple | list):
+        for one in value:
+            check_value(name, one)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if not MIN_INT <= value <= MAX_INT:
+            raise UsageError(f"{name} must be from {MIN_INT} to {MAX_INT}, got {value}")
+    elif isinstance(value, float):
+        if not math.isfinite(value) or abs(value) > MAX_INT:
+            raise UsageError(f"{name} must be a finite number, got {value}")
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise UsageError(f"{name} must not contain NUL characters")
+        if _SURROGATE.search(value):
+            raise UsageError(f"{name} must be UTF-8 text, got {value!r}")
+    elif isinstance(value, PurePath) and "\x00" in str(value):
+        raise UsageError(f"{name} must not contain NUL characters")
+
+
+def check_params(ctx: click.Context, params: list[click.Parameter]) -> None:
+    """Every value ``params`` parsed into ``ctx`` (`check_value`): the one place the command
+    line checks what reaches the library."""
+    for param in params:
+        if param.name is not None and param.name in ctx.params:
+            check_value(_name(param), ctx.params[param.name])
+
+
+class CheckedCommand(click.Command):
+    """A command whose arguments and parsed values are checked at the boundary
+    (`check_args`, `check_params`) before the command runs."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list
+        try:
+            rest = super().parse_args(ctx, args)
+        except ValueError:  # a file type met a NUL in open() or stat()
+            check_args(given)
+            raise
+        check_params(ctx, self.get_params(ctx))
+        return rest
 
 
 DB_HELP = (
@@ -115,13 +198,14 @@ def _shown_path(path: str) -> str:
 
 
 class AtLeast(click.ParamType):
-    """An int of at least ``minimum``; anything else is the one-line usage error
-    ``--at must be a seq >= 0, got '-1'``."""
+    """An int of at least ``minimum`` and at most ``maximum`` (`MAX_INT`); anything else is the
+    one-line usage error ``--at must be a seq >= 0, got '-1'``."""
 
-    def __init__(self, minimum: int, what: str, metavar: str) -> None:
+    def __init__(self, minimum: int, what: str, metavar: str, maximum: int = MAX_INT) -> None:
         self.minimum = minimum
         self.what = what
         self.name = metavar
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         try:
@@ -131,12 +215,19 @@ class AtLeast(click.ParamType):
         if number is None or number < self.minimum or isinstance(value, bool):
             name = param.opts[0] if param is not None and param.opts else "value"
             raise UsageError(f"{name} must be {self.what}, got {value!r}", ctx)
+        if number > self.maximum:
+            name = param.opts[0] if param is not None and param.opts else "value"
+            raise UsageError(f"{name} must be at most {self.maximum}, got {value!r}", ctx)
         return number
 
 
 SEQ = AtLeast(0, "a seq >= 0", "SEQ")
 COUNT = AtLeast(1, "a number >= 1", "N")
 NATURAL = AtLeast(0, "a number >= 0", "N")
+BYTES = AtLeast(1, "a number >= 1", "BYTES", maximum=2**62)
+"""A size in bytes (below `MAX_INT`: the readers add to it)."""
+SEARCH_COUNT = AtLeast(1, "a number >= 1", "N", maximum=1000)
+"""Hits of a search page (`SessionStore.search` returns at most 1,000)."""
 
 
 class _Moment(click.ParamType):

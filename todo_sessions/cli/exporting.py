@@ -21,7 +21,7 @@ from ..core.header import SessionHeader
 from ..errors import InvalidEventError, SessionExistsError
 from ..store.store import SessionStore
 from ._context import Context, pass_ctx
-from ._options import COUNT, command
+from ._options import BYTES, COUNT, command
 from ._render import safe
 
 __all__ = ["MAX_LINE_BYTES", "export_cmd", "import_cmd", "recover_cmd", "utf8_lines"]
@@ -134,14 +134,14 @@ def utf8_lines(file: IO[bytes], max_line: int = MAX_LINE_BYTES) -> Generator[str
 @click.option("--as", "as_id", help="Store under this id instead of the exported one.")
 @click.option(
     "--max-line-bytes",
-    type=COUNT,
+    type=BYTES,
     default=MAX_LINE_BYTES,
     show_default=True,
     help="Refuse a file with a line longer than this (nothing is written).",
 )
 @click.option(
     "--max-bytes",
-    type=COUNT,
+    type=BYTES,
     default=MAX_BYTES,
     show_default=True,
     help="Refuse a file holding more than this, decompressed (nothing is written).",

@@ -10,7 +10,7 @@ from rich.text import Text
 from ..store.results import SearchHit
 from ..store.store import SessionStore
 from ._context import Context, echo_json, iso, pass_ctx
-from ._options import COUNT, MOMENT, SEARCH_KINDS, command, json_option
+from ._options import COUNT, MOMENT, SEARCH_COUNT, SEARCH_KINDS, command, json_option
 from ._render import safe
 
 __all__ = ["search_cmd"]
@@ -32,7 +32,9 @@ def _marked(hit: SearchHit) -> Text:
 
 @command("search")
 @click.argument("query")
-@click.option("--limit", type=COUNT, default=SEARCH_LIMIT, show_default=True, help="Hits per page.")
+@click.option(
+    "--limit", type=SEARCH_COUNT, default=SEARCH_LIMIT, show_default=True, help="Hits per page."
+)
 @click.option("--before", "before_id", type=COUNT, help="Show the page after this index id.")
 @click.option("--cwd", metavar="PATH", help="Only sessions started in this directory.")
 @click.option("--tag", metavar="TAG", help="Only sessions with this tag.")

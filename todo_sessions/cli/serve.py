@@ -8,7 +8,7 @@ import click
 
 from ..errors import TodoSessionsError
 from ._context import Context, pass_ctx
-from ._options import COUNT, UsageError, command
+from ._options import BYTES, UsageError, command
 
 __all__ = ["serve_cmd"]
 
@@ -39,7 +39,7 @@ __all__ = ["serve_cmd"]
 )
 @click.option(
     "--message-limit",
-    type=COUNT,
+    type=BYTES,
     default=1_000_000,
     show_default=True,
     metavar="BYTES",

@@ -10,6 +10,8 @@ another agent's format can be added:
 - `ClaudeCodeImporter`: Claude Code transcripts (``~/.claude/projects``); needs the
   ``[claude]`` extra, whose mapping it shares.
 - `CodexImporter`: Codex rollout files (``~/.codex/sessions``).
+- `OpencodeImporter`: opencode's database (``~/.local/share/opencode/opencode.db``, read
+  read-only) or ``opencode export`` files; its export is the JSON of ``opencode export``.
 
 README.md, "Importing other agents' sessions"; docs/format.md, "Imported sessions".
 """
@@ -31,6 +33,7 @@ from .base import (
     register_entry_type,
 )
 from .codex import CodexImporter
+from .opencode import OpencodeImporter
 
 __all__ = [
     "AGENTS",
@@ -41,6 +44,7 @@ __all__ = [
     "FileResult",
     "Importer",
     "LogState",
+    "OpencodeImporter",
     "SourceFile",
     "export_lines",
     "export_session",
@@ -50,13 +54,15 @@ __all__ = [
     "register_entry_type",
 ]
 
-AGENTS = ("claude-code", "codex")
+AGENTS = ("claude-code", "codex", "opencode")
 
 
 def get_importer(agent: str) -> Importer:
     """The importer of ``agent`` (one of `AGENTS`); ``ValueError`` for another name."""
     if agent == "codex":
         return CodexImporter()
+    if agent == "opencode":
+        return OpencodeImporter()
     if agent == "claude-code":
         from .claude_code import ClaudeCodeImporter  # needs the [claude] extra
 
@@ -66,6 +72,10 @@ def get_importer(agent: str) -> Importer:
 
 async def export_session(store: SessionStore, importer: Importer, session_id: str) -> bytes:
     """The session's kept source lines in the agent's format: for a session imported from a
-    file, the file's complete lines byte for byte (lines skipped as malformed aside)."""
+    file, the file's complete lines byte for byte (lines skipped as malformed aside); for
+    opencode, the JSON of ``opencode export`` (`OpencodeImporter.export_events`)."""
     events = await store.read_from(session_id)
+    own = getattr(importer, "export_events", None)
+    if own is not None:
+        return bytes(own(events))
     return b"".join(line.encode("utf-8") + b"\n" for line in export_lines(importer, events))

@@ -448,9 +448,14 @@ async def import_paths(
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[FileResult]:
     """Import every session file `Importer.discover` finds under ``paths`` (the agent's
-    default location when None), parents before children; one `FileResult` per file."""
+    default location when None), parents before children; one `FileResult` per file. An
+    importer with an ``import_sources(store, sources)`` of its own (opencode, whose sessions
+    are database rows) imports them with it instead of `import_file`."""
     roots = [Path(p) for p in paths] if paths is not None else importer.default_paths()
     sources = await asyncio.to_thread(importer.discover, roots)
+    own = getattr(importer, "import_sources", None)  # an agent whose sessions are not lines
+    if own is not None:
+        return list(await own(store, sources))
     return [
         await import_file(store, importer, source, max_line_bytes=max_line_bytes)
         for source in sources

@@ -103,12 +103,61 @@ def _check_key(key: Mapping[str, Any]) -> tuple[str, str, str | None]:
     return project, session, subpath
 
 
+_MARKED = re.compile(r"~(?:[0-9a-f]{16})?\Z")
+"""A ``session_id`` ending as a sub-agent id ends (``~<16 hex digits>``), or with ``~``."""
+
+
 def session_id_for(key: Mapping[str, Any]) -> str:
     """The todo-sessions id of a key: ``claude-<project digest>-<session_id>``, and
-    ``~<subpath digest>`` after it for a sub-agent transcript."""
+    ``~<subpath digest>`` after it for a sub-agent transcript.
+
+    One id per key, never another key's: a ``session_id`` that ends with ``~`` or with
+    ``~`` and 16 hex digits gets one more ``~``, so that no main id ends as a sub-agent's
+    does (``S~<digest of a subpath>`` was the id of S's sub-agent transcript). Such keys were
+    stored under the id without it before (`TodoSessionsStore` still finds them there)."""
     project, session, subpath = _check_key(key)
+    return _id_of(project, session + ("~" if _MARKED.search(session) else ""), subpath)
+
+
+def _id_of(project: str, session: str, subpath: str | None) -> str:
     main = f"claude-{_digest(project, 16)}-{session}"
     return main if subpath is None else f"{main}~{_digest(subpath, 16)}"
+
+
+def _earlier_id(key: Mapping[str, Any]) -> str | None:
+    """The id a key had before `session_id_for` marked it (None: the same id)."""
+    project, session, subpath = _check_key(key)
+    return _id_of(project, session, subpath) if _MARKED.search(session) else None
+
+
+def _main_key(key: Mapping[str, Any]) -> dict[str, Any]:
+    return {"project_key": key["project_key"], "session_id": key["session_id"]}
+
+
+def _owner(metadata: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
+    """The key whose transcript a session holds, from its metadata (None: not said)."""
+    own = metadata.get(METADATA_KEY)
+    if not isinstance(own, dict):
+        return None
+    return own.get("project_key"), own.get("session_id"), own.get("subpath")
+
+
+def _foreign(metadata: Mapping[str, Any], key: Mapping[str, Any], sid: str) -> str | None:
+    """Why session ``sid`` is not ``key``'s (another key's transcript), or None."""
+    owner = _owner(metadata)
+    if owner is None or owner == _check_key(key):
+        return None
+    _, session, subpath = owner
+    whose = f"session_id {session!r}" + (f", subpath {subpath!r}" if subpath else "")
+    return f"session {sid!r} holds the transcript of another key ({whose})"
+
+
+def _metadata_of(events: list[SessionEvent]) -> Mapping[str, Any]:
+    metadata: Mapping[str, Any] = {}
+    for event in events:
+        if event.type == SESSION_META and isinstance(event.payload.get("metadata"), dict):
+            metadata = event.payload["metadata"]
+    return metadata
 
 
 # -- mapping: transcript lines onto typed events -------------------------------------------------
@@ -166,6 +215,24 @@ class TodoSessionsStore:
         self._states[session_id] = state
         return state
 
+    async def _metadata(self, sid: str) -> Mapping[str, Any] | None:
+        """A stored session's metadata (None: no such session)."""
+        try:
+            return (await self.store.summary(sid)).metadata
+        except SessionNotFoundError:
+            return None
+
+    async def _sid(self, key: Mapping[str, Any]) -> str:
+        """The id of ``key``'s session: `session_id_for`, or where the key was stored before
+        it was marked (when that session is the key's own and none is at the new id)."""
+        sid = session_id_for(key)
+        earlier = _earlier_id(key)
+        if earlier is not None and await self._metadata(sid) is None:
+            metadata = await self._metadata(earlier)
+            if metadata is not None and _owner(metadata) == _check_key(key):
+                return earlier
+        return sid
+
     # -- the protocol ---------------------------------------------------------------------------
 
     async def append(self, key: Mapping[str, Any], entries: list[Any]) -> None:
@@ -185,16 +252,20 @@ class TodoSessionsStore:
                 )
         if not entries:
             return
-        sid = session_id_for(key)
+        sid = await self._sid(key)
         async with self._locks(sid):
             for _ in range(MAX_TRIES):
                 state = (await self._state(sid)).copy()
+                foreign = _foreign(state.metadata, key, sid)
+                if foreign is not None:
+                    raise InvalidEventError(f"{foreign}: nothing appended", field="key")
                 batch = self._build(state, key, project, session, subpath, entries)
                 if not batch.events:
                     return
                 try:
                     if state.next_seq == len(batch.events) and batch.events[0].seq == 0:
-                        await self._create(sid, subpath, project, session, entries)
+                        parent = None if subpath is None else await self._sid(_main_key(key))
+                        await self._create(sid, parent, entries)
                     await self.store.append(sid, batch.events)
                 except (SeqConflictError, SessionExistsError, StoreBusyError):
                     continue  # another writer was first: build again on the log as it is now
@@ -243,30 +314,18 @@ class TodoSessionsStore:
             batch.add(SESSION_META, meta, ignorable=True)
         return batch
 
-    async def _create(
-        self,
-        sid: str,
-        subpath: str | None,
-        project: str,
-        session: str,
-        entries: list[dict[str, Any]],
-    ) -> None:
+    async def _create(self, sid: str, parent: str | None, entries: list[dict[str, Any]]) -> None:
         cwd = self.cwd
         if cwd is None:
             found = next((e["cwd"] for e in entries if isinstance(e.get("cwd"), str)), None)
             cwd = found if found and os.path.isabs(found) else None
-        parent = (
-            None
-            if subpath is None
-            else session_id_for({"project_key": project, "session_id": session})
-        )
         header = SessionHeader(
             id=sid,
             created_at=now_ms(),
             cwd=cwd,
             parent_session=parent,
             origin="claude-agent-sdk",
-            delegation_depth=0 if subpath is None else 1,
+            delegation_depth=0 if parent is None else 1,
         )
         # created meanwhile, or pending here: the append decides
         with contextlib.suppress(SessionExistsError):
@@ -274,11 +333,13 @@ class TodoSessionsStore:
 
     async def load(self, key: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """The stored lines of ``key`` in order, deep-equal to what was appended; None for a
-        key never written."""
-        sid = session_id_for(key)
+        key never written (or whose id holds another key's transcript)."""
+        sid = await self._sid(key)
         try:
             events = await self.store.read_from(sid)
         except SessionNotFoundError:
+            return None
+        if _foreign(_metadata_of(events), key, sid) is not None:
             return None
         return [event.data_copy() for event in events if event.type == ENTRY_TYPE]
 
@@ -307,8 +368,12 @@ class TodoSessionsStore:
         return out
 
     async def delete(self, key: Mapping[str, Any]) -> None:
-        """Delete a transcript; a main key takes its sub-agent transcripts with it."""
-        sid = session_id_for(key)
+        """Delete a transcript; a main key takes its sub-agent transcripts with it. Another
+        key's transcript is never deleted."""
+        sid = await self._sid(key)
+        metadata = await self._metadata(sid)
+        if metadata is None or _foreign(metadata, key, sid) is not None:
+            return
         doomed = [sid]
         if "subpath" not in key:
             doomed[:0] = [s for s, _ in await self._subkeys(key)]
@@ -322,10 +387,11 @@ class TodoSessionsStore:
         return [subpath for _, subpath in await self._subkeys(key)]
 
     async def _subkeys(self, key: Mapping[str, Any]) -> list[tuple[str, str]]:
-        main = session_id_for({"project_key": key["project_key"], "session_id": key["session_id"]})
+        main = _main_key(key)
+        project, session, _ = _check_key(main)
         out = []
-        async for summary in list_all(self.store, parent=main):
-            own = summary.metadata.get(METADATA_KEY)
-            if isinstance(own, dict) and isinstance(own.get("subpath"), str):
-                out.append((summary.id, own["subpath"]))
+        async for summary in list_all(self.store, parent=await self._sid(main)):
+            owner = _owner(summary.metadata)
+            if owner is not None and owner[:2] == (project, session) and isinstance(owner[2], str):
+                out.append((summary.id, owner[2]))
         return out

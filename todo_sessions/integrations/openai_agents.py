@@ -265,12 +265,16 @@ class TodoSessionsSession:
         await self._append(build)
 
     def _retract(self, seqs: list[int], reason: str, batch: Batch, state: _ItemsState) -> None:
+        """One ``agents/retract`` of the items at ``seqs``: it replaces the surface events
+        from the first of them on; items that put nothing on the surface (reasoning, system
+        and developer messages, hosted tool calls, a malformed item) leave nothing to
+        replace, and the retract is appended to the surface (a surface type needs an op)."""
         span = [s for s in state.surface if s > seqs[0]] if reason == "pop" else state.surface
         data = {"items": seqs, "reason": reason}
         if span:
             batch.add(RETRACT_TYPE, data, replace=(span[0], span[-1], list(span)), ignorable=True)
         else:
-            batch.add(RETRACT_TYPE, data, ignorable=True)
+            batch.add(RETRACT_TYPE, data, surface=True, ignorable=True)
 
     async def pop_item(self) -> Any | None:
         """Take back the latest visible item and return it (None when there is none)."""

@@ -7,6 +7,7 @@ deadlock upgrading a read lock). A new database file is created 0600, in directo
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -22,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .._redact import mask_url
 from ..errors import NamespaceError, StoreError
+from .connecting import COMMAND_TIMEOUT, HOST_CONNECT_TIMEOUT, connect_each_host, tries_each_host
 
 __all__ = [
     "HostChoice",
@@ -196,8 +198,23 @@ def _libpq_parameters(query: dict[str, Any]) -> dict[str, Any]:
         try:
             args["timeout"] = float(query.pop("connect_timeout"))
         except ValueError:
-            raise ValueError("connect_timeout in the database URL must be a number") from None
+            args["timeout"] = math.nan
+        if not 0 < args["timeout"] <= 86_400:  # nan, inf, 0 and below too
+            raise ValueError(
+                "connect_timeout in the database URL must be seconds above 0, at most 86400"
+            )
     return args
+
+
+def _command_timeout(value: Any) -> float | None:
+    """``command_timeout=`` of a multi-host URL: seconds, 0 for none; `COMMAND_TIMEOUT` unset."""
+    if value is None:
+        return COMMAND_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("command_timeout in the database URL must be a number") from None
+    return seconds if seconds > 0 else None
 
 
 def _postgres_url(
@@ -215,6 +232,9 @@ def _postgres_url(
     if hosts:
         args["host"] = [h for h, _ in hosts]
         args["port"] = [p for _, p in hosts]
+        # an unresponsive host is given up within bounded times (store/connecting.py)
+        args.setdefault("timeout", HOST_CONNECT_TIMEOUT)
+        args["command_timeout"] = _command_timeout(query.pop("command_timeout", None))
     pooler = _flag(query.pop("pgbouncer", None), "pgbouncer")
     if pooler:
         # Transaction pooling hands each transaction to any server connection: nothing may
@@ -390,6 +410,8 @@ class HostChoice:
             "prefer-standby",
         ):
             cparams["target_session_attrs"] = "read-write"
+        if tries_each_host(cparams):  # each host within its own timeout (store/connecting.py)
+            cparams["async_creator_fn"] = connect_each_host
 
 
 def _flag(value: Any, name: str) -> bool:

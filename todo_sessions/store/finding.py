@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterable, Sequence
 
 from ..core.envelope import SessionEvent
-from ..core.search import DEFAULT_KINDS, KINDS, parse_query, snippet
+from ..core.search import DEFAULT_KINDS, KINDS, SearchQuery, parse_query, snippet
 from ..errors import SessionNotFoundError
 from . import search as index
-from .index_ops import SURFACE_TYPES, index_rows_of
+from .index_ops import SURFACE_TYPES, SearchRow, index_rows_of
 from .listing import Listing, check_filters
 from .results import SearchHit
 from .translate import translate_errors
@@ -28,6 +30,29 @@ def _check_kinds(kinds: Iterable[str] | None) -> tuple[str, ...]:
     if unknown or not chosen:
         raise ValueError(f"kinds must be among {', '.join(KINDS)}; got {list(chosen)!r}")
     return chosen
+
+
+INLINE_SNIPPET_CHARS = 200_000
+"""A page whose bodies hold more characters than this has its snippets built in a worker
+thread, not on the event loop (a page of long bodies takes a second: a server sharing the
+loop would stop answering meanwhile); one such page at a time in the process, so that the
+loop's thread competes for the interpreter with one builder, however many searches run."""
+_BUILDING = threading.Lock()
+
+
+async def _snippets(
+    rows: Sequence[SearchRow], query: SearchQuery
+) -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+    def build() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+        return [snippet(row.body, query) for row in rows]
+
+    def build_alone() -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+        with _BUILDING:
+            return build()
+
+    if sum(len(row.body) for row in rows) <= INLINE_SNIPPET_CHARS:
+        return build()
+    return await asyncio.to_thread(build_alone)
 
 
 class Finding(Listing):
@@ -79,8 +104,9 @@ class Finding(Listing):
             "searching sessions", lambda r: r.search(parsed, chosen, filters, limit, after)
         )
         replacing = found.replacing
+        snippets = await _snippets(found.rows, parsed)
         surfaces: dict[str, frozenset[int]] = {}
-        hits = []
+        hits: list[SearchHit] = []
         for row in found.rows:
             sid = row.session_id
             in_history: bool | None = None
@@ -92,7 +118,7 @@ class Finding(Listing):
                     if sid not in surfaces:
                         surfaces[sid] = await self._surface_seqs(sid)
                     in_history = row.seq in surfaces[sid]
-            text, marks = snippet(row.body, parsed)
+            text, marks = snippets[len(hits)]
             hits.append(
                 SearchHit(
                     sid, row.title, row.seq, row.kind, row.type, text, marks, in_history, row.id

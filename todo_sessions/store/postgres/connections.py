@@ -157,22 +157,25 @@ class Connections:
 
         return await self.past_standbys(run)
 
-    async def run_sync(self, fn: Callable[[Connection], T]) -> T:
+    async def run_sync(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         """``fn(sync connection)`` in one transaction (on a host that takes writes)."""
 
         async def run() -> T:
             async with (await self.engine()).connect() as conn, conn.begin():
                 return await conn.run_sync(fn)
 
-        return await self.past_standbys(run)
+        # a read (the schema check of opening) is retried past a lost connection too: a
+        # frozen primary's timeout, mid-failover
+        return await self.past_standbys(run, lost_too=not write)
 
-    async def past_standbys(self, run: Callable[[], Awaitable[T]]) -> T:
+    async def past_standbys(self, run: Callable[[], Awaitable[T]], *, lost_too: bool = False) -> T:
         """``await run()``; when a standby refused its write (it wrote nothing), again on a
-        host that takes writes, within the reconnect timeout."""
+        host that takes writes, within the reconnect timeout (``lost_too``: after a lost
+        connection as well)."""
 
         def refused(exc: BaseException) -> bool:
             if classify_error(unwrapped(exc)) != "standby":
-                return False
+                return lost_too and connection_lost(unwrapped(exc))
             self.hosts.writable_only = True
             return True
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from ...errors import (
     StoreError,
 )
+from ..connecting import connect_each_host, tries_each_host
 from ..namespace import NOTIFY_CHANNEL
 
 T = TypeVar("T")
@@ -60,7 +61,9 @@ class PgListener:
             import asyncpg
 
             try:
-                conn = await asyncpg.connect(self._dsn, **self._connect_args)
+                args = self._connect_args
+                connect = connect_each_host if tries_each_host(args) else asyncpg.connect
+                conn = await connect(self._dsn, **args)
             except TypeError as exc:  # a URL parameter asyncpg does not take
                 raise StoreError(f"unsupported URL parameter ({exc})") from exc
             await conn.add_listener(self._channel, self._notified)

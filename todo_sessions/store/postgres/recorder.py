@@ -393,7 +393,7 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
         return await self._pool.run_locked(fn)
 
     async def _on_sa(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        return await self._pool.run_sync(fn)
+        return await self._pool.run_sync(fn, write=write)
 
     async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         return await self._on_sa(fn, write=write)

@@ -1,0 +1,382 @@
+"""The newer ACP updates in process (compaction, plan operations, subagents, config options,
+auth, cancel), for a client that advertises everything and one that advertises nothing, live
+and replayed: `scripted_agent` runs the real loop with scripted models."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from scripted_agent import KEY_ENV, make_agent
+
+from todo_sessions import SessionService, SessionStore
+from todo_sessions.acp import _sdk
+from todo_sessions.acp.mapping import replay_updates, update_to_wire
+
+EVERYTHING = {"plan": {}, "subagents": {}, "session": {"compaction": {}}}
+LIFECYCLE = ("session_info_update", "usage_update")
+NEW_KINDS = {
+    "compaction_update",
+    "compaction_summary_chunk",
+    "plan_update",
+    "plan_removed",
+    "subagent_update",
+}
+PROMPTS = ["plan nosummary", "delegate tests", "fail lint", "hello"]
+
+
+class FakeConn:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.streaming = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        wire = update_to_wire(update)
+        if wire["sessionUpdate"] not in LIFECYCLE:
+            self.sent.append((session_id, wire))
+        self.streaming.set()
+
+    def of(self, session_id: str, *, prompts: bool = True) -> list[dict[str, Any]]:
+        return [
+            u
+            for s, u in self.sent
+            if s == session_id and (prompts or u["sessionUpdate"] != "user_message_chunk")
+        ]
+
+
+class Text:
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+async def connect(
+    service: SessionService, capabilities: dict[str, Any] | None
+) -> tuple[Any, FakeConn, Any]:
+    agent = make_agent(service)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = capabilities
+    init = await agent.initialize(protocol_version=1)
+    return agent, conn, init
+
+
+async def run_script(tmp_path: Any, capabilities: dict[str, Any] | None) -> dict[str, Any]:
+    """The scripted prompts, live, then a fresh client's load of the parent and children."""
+    url = f"sqlite:///{tmp_path}/f.db"
+    service = SessionService(SessionStore(url), strict=True)
+    agent, conn, _ = await connect(service, capabilities)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    stops = [(await agent.prompt(session_id=sid, prompt=[Text(p)])).stop_reason for p in PROMPTS]
+    await agent.aclose()
+    await service.aclose()
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, capabilities)
+    kids = await service.store.list(parent=sid)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    for kid in kids:
+        await loader.load_session(cwd=str(tmp_path), session_id=kid.id)
+    events = list((await service.store.read(sid)).events)
+    await loader.aclose()
+    await service.aclose()
+    return {
+        "sid": sid,
+        "stops": stops,
+        "live": conn,
+        "loaded": loaded,
+        "kids": [k.id for k in kids],
+        "events": events,
+        "present": loader._tools.present_call,
+    }
+
+
+async def test_a_client_advertising_everything_live_and_replayed(tmp_path: Any) -> None:
+    run = await run_script(tmp_path, EVERYTHING)
+    sid, live, loaded = run["sid"], run["live"], run["loaded"]
+    assert run["stops"] == ["end_turn"] * 4
+    parent = live.of(sid, prompts=False)
+    kinds = [u["sessionUpdate"] for u in parent]
+    assert "plan" not in kinds and "plan_update" in kinds and "plan_removed" in kinds
+    assert {u["planId"] for u in parent if u["sessionUpdate"] == "plan_removed"} == {"main"}
+
+    # compactions: turn 2's fail at each step (the prompt they summarise says nosummary),
+    # turn 3's first completes (then only the summary is older than the turn: none more)
+    compactions = [u for u in parent if u["sessionUpdate"].startswith("compaction")]
+    ids = list(dict.fromkeys(u["compactionId"] for u in compactions))
+    shapes = []
+    for cid in ids:
+        mine = [u for u in compactions if u["compactionId"] == cid]
+        shapes.append([u.get("status", u["sessionUpdate"]) for u in mine])
+        if mine[-1]["status"] == "failed":
+            assert "summary" in mine[-1]["error"]
+        else:
+            assert mine[1]["content"]["text"].startswith("summary: ")
+    failed, done = (
+        ["in_progress", "failed"],
+        ["in_progress", "compaction_summary_chunk", "completed"],
+    )
+    assert shapes[0] == failed and done in shapes
+    assert all(shape in (failed, done) for shape in shapes), shapes
+
+    # subagents: announced running, the child's traffic on its id, then idle
+    subs = [u for u in parent if u["sessionUpdate"] == "subagent_update"]
+    kids = run["kids"]
+    assert len(kids) == 2 and sorted({u["sessionId"] for u in subs}) == sorted(kids)
+    assert [u["state"]["state"] for u in subs] == ["running", "idle", "running", "idle"]
+    assert subs[0]["title"] == "child: tests"
+    assert subs[1]["state"]["stopReason"] == "end_turn"
+    assert subs[3]["state"]["stopReason"] == "error"
+    order = [(s, u) for s, u in live.sent]
+    for announce in (subs[0], subs[2]):
+        child = announce["sessionId"]
+        at = [i for i, (s, u) in enumerate(order) if s == child]
+        running = next(i for i, (s, u) in enumerate(order) if u is announce)
+        idle = next(
+            i
+            for i, (s, u) in enumerate(order)
+            if u.get("sessionId") == child and u.get("state", {}).get("state") == "idle"
+        )
+        assert at and running < min(at) and max(at) < idle
+    good = subs[0]["sessionId"]
+    child_kinds = [u["sessionUpdate"] for u in live.of(good)]
+    assert child_kinds[0] == "user_message_chunk" and "plan_update" in child_kinds
+    child_plans = [u["plan"] for u in live.of(good) if u["sessionUpdate"] == "plan_update"]
+    assert child_plans[-1]["entries"][0]["status"] == "completed"
+    parent_plans = [u["plan"] for u in parent if u["sessionUpdate"] == "plan_update"]
+    assert {p["entries"][0]["content"] for p in child_plans} == {"delegate tests"}
+    assert {p["entries"][0]["content"] for p in parent_plans} == {
+        "outline",
+        "wait for tests",
+        "wait for lint",
+    }
+
+    # replay equals live: the parent (but the prompts, which a client shows itself) and each
+    # child (which a client never prompted: its task is shown)
+    assert loaded.of(sid, prompts=False) == parent
+    for kid in kids:
+        assert loaded.of(kid) == live.of(kid)
+    # the stored log names the children on the calls
+    named = [e.data.get("subagentSessionId") for e in run["events"] if e.type == "tool/call"]
+    assert sorted(n for n in named if n) == sorted(kids)
+
+
+async def test_a_client_advertising_nothing_gets_the_legacy_stream(tmp_path: Any) -> None:
+    run = await run_script(tmp_path, None)
+    sid, live, loaded = run["sid"], run["live"], run["loaded"]
+    assert {s for s, _ in live.sent} == {sid}  # nothing on the children's ids
+    parent = live.of(sid, prompts=False)
+    assert not NEW_KINDS & {u["sessionUpdate"] for u in parent}
+    legacy = [
+        update_to_wire(u)
+        for u in replay_updates(run["events"], present_call=run["present"])
+        if u.session_update != "user_message_chunk"
+    ]
+    assert parent == legacy  # exactly what the legacy mapping gives
+    assert {"sessionUpdate": "plan", "entries": []} in parent  # an emptied list
+    assert loaded.of(sid, prompts=False) == parent
+    results = [u for u in parent if u["sessionUpdate"] == "tool_call_update"]
+    assert any("child finished: delegate tests" in str(u.get("content")) for u in results)
+
+
+async def make(tmp_path: Any, capabilities: Any = None) -> tuple[Any, FakeConn, Any]:
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/c.db"), strict=True)
+    return await connect(service, capabilities)
+
+
+async def test_config_options_switch_the_model_and_are_recorded(tmp_path: Any) -> None:
+    agent, conn, _ = await make(tmp_path)
+    new = await agent.new_session(cwd=str(tmp_path))
+    sid = new.session_id
+    option = _sdk.wire_dump(new)["configOptions"][0]
+    assert option["id"] == "model" and option["category"] == "model"
+    assert option["currentValue"] == "alpha"
+    assert [o["value"] for o in option["options"]] == ["alpha", "beta"]
+    await agent.prompt(session_id=sid, prompt=[Text("hi")])
+    with pytest.raises(_sdk.RequestError) as bad:
+        await agent.set_config_option(config_id="model", session_id=sid, value="gamma")
+    assert bad.value.code == -32602
+    with pytest.raises(_sdk.RequestError) as unknown:
+        await agent.set_config_option(config_id="mode", session_id=sid, value="beta")
+    assert unknown.value.code == -32602
+    await agent.service.flush(sid)
+    before = (await agent.service.store.summary(sid)).next_seq
+    assert before == (await agent.service.store.summary(sid)).next_seq  # nothing written
+    switched = await agent.set_config_option(config_id="model", session_id=sid, value="beta")
+    assert _sdk.wire_dump(switched)["configOptions"][0]["currentValue"] == "beta"
+    await agent.prompt(session_id=sid, prompt=[Text("again")])
+    texts = [
+        u["content"]["text"] for _, u in conn.sent if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert texts[0].startswith("[alpha]") and texts[-1].startswith("[beta]")
+    await agent.service.flush(sid)
+    events = list((await agent.service.store.read(sid)).events)
+    metas = [e for e in events if e.type == "session/meta"]
+    assert [m.data for m in metas] == [{"metadata": {"acpModel": "beta"}}]
+    service = agent.service
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/c.db"), strict=True)
+    other, _, _ = await connect(service, None)
+    loaded = await other.load_session(cwd=str(tmp_path), session_id=sid)
+    assert _sdk.wire_dump(loaded)["configOptions"][0]["currentValue"] == "beta"
+    resumed = await other.resume_session(cwd=str(tmp_path), session_id=sid)
+    assert _sdk.wire_dump(resumed)["configOptions"][0]["currentValue"] == "beta"
+    await other.aclose()
+    await service.aclose()
+
+
+async def test_auth_methods_name_the_key_variable(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    agent, _, init = await make(tmp_path)
+    methods = _sdk.wire_dump(init)["authMethods"]
+    assert methods == [
+        {
+            "id": f"env:{KEY_ENV}",
+            "name": f"API key from {KEY_ENV}",
+            "description": f"Set {KEY_ENV} in the environment the agent is started with.",
+        }
+    ]
+    with pytest.raises(_sdk.RequestError) as missing:
+        await agent.authenticate(method_id=f"env:{KEY_ENV}")
+    assert missing.value.code == -32000 and KEY_ENV in str(missing.value.data)
+    with pytest.raises(_sdk.RequestError) as unknown:
+        await agent.authenticate(method_id="oauth")
+    assert unknown.value.code == -32602
+    monkeypatch.setenv(KEY_ENV, "k")
+    await agent.authenticate(method_id=f"env:{KEY_ENV}")
+    await agent.service.aclose()
+
+
+async def test_the_builtin_agent_offers_no_auth_method(tmp_path: Any) -> None:
+    from todo_sessions.acp.agent import TodoSessionsAgent
+
+    service = SessionService(SessionStore(f"sqlite:///{tmp_path}/b.db"))
+    agent = TodoSessionsAgent(service)
+    init = await agent.initialize(protocol_version=1)
+    assert "authMethods" not in _sdk.wire_dump(init) or not _sdk.wire_dump(init)["authMethods"]
+    new = await agent.new_session(cwd=str(tmp_path))
+    assert [o.current_value for o in new.config_options] == ["default"]
+    await service.aclose()
+
+
+async def test_cancel_request_of_a_prompt_answers_cancelled(tmp_path: Any) -> None:
+    agent, conn, _ = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("slow")]))
+    await asyncio.wait_for(conn.streaming.wait(), 5)
+    await agent.cancel_prompt_request(sid)
+    assert (await asyncio.wait_for(running, 10)).stop_reason == "cancelled"
+    # the next prompt is not cancelled by the old request
+    assert (await agent.prompt(session_id=sid, prompt=[Text("hi")])).stop_reason == "end_turn"
+    # cancelled before it started running: the turn starts (its prompt logged), then aborts
+    waiting = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("slow")]))
+    await agent.cancel_prompt_request(sid)
+    assert (await asyncio.wait_for(waiting, 10)).stop_reason == "cancelled"
+    await agent.service.flush(sid)
+    ends = [e for e in (await agent.service.store.read(sid)).events if e.type == "turn/end"]
+    assert [e.data["reason"]["kind"] for e in ends] == ["aborted", "completed", "aborted"]
+    await agent.service.aclose()
+
+
+async def test_list_leaves_subagent_children_out_unless_asked(tmp_path: Any) -> None:
+    agent, _, _ = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("delegate docs")])
+    fork = (await agent.fork_session(cwd=str(tmp_path), session_id=sid)).session_id
+    listed = [s.session_id for s in (await agent.list_sessions()).sessions]
+    assert sorted(listed) == sorted([sid, fork])  # a fork is listed, the child is not
+    every = [s.session_id for s in (await agent.list_sessions(includeSubagents=True)).sessions]
+    kids = [k.id for k in await agent.service.store.list(parent=sid) if k.id != fork]
+    assert len(kids) == 1 and sorted(every) == sorted([sid, fork, *kids])
+    await agent.service.aclose()
+
+
+async def test_a_manual_compaction_is_replayed_at_its_place(tmp_path: Any) -> None:
+    agent, _, _ = await make(tmp_path)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("first")])
+    await agent.prompt(session_id=sid, prompt=[Text("second")])
+    agent.service.get(sid).compact("what happened so far")
+    await agent.service.flush(sid)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    kinds = [u["sessionUpdate"] for u in conn.of(sid)]
+    assert kinds[-3:] == ["compaction_update", "compaction_summary_chunk", "compaction_update"]
+    chunk = conn.of(sid)[-2]
+    assert chunk["content"] == {"type": "text", "text": "what happened so far"}
+    legacy = FakeConn()
+    agent.on_connect(legacy)
+    agent.client_capabilities_json = {}
+    await agent.initialize(protocol_version=1)
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    assert not NEW_KINDS & {u["sessionUpdate"] for u in legacy.of(sid)}
+    assert legacy.of(sid)[-1]["sessionUpdate"] == "user_message_chunk"  # the summary message
+    await agent.aclose()
+    await agent.service.aclose()
+
+
+async def test_the_harness_subagent_tool_for_a_subagents_client(tmp_path: Any) -> None:
+    """The harness's own ``subagent`` tool (when this tree has it) through the bridge, for a
+    client that advertises everything: announced, relayed on the child's id, replayed."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
+
+    parent_plan = {"todos": [{"content": "delegate", "status": "in_progress"}]}
+    child_plan = {"todos": [{"content": "count the tests", "status": "in_progress"}]}
+    model = ScriptedModel(  # one model: the parent's calls and the child's, in order
+        [
+            ScriptedResponse(
+                tool_calls=[("todo_write", parent_plan), ("subagent", {"task": "count"})]
+            ),
+            ScriptedResponse(tool_calls=[("todo_write", child_plan)]),
+            ScriptedResponse(text="12 tests."),
+            ScriptedResponse(text="The child counted 12 tests."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/h.db"
+
+    async def build(service: SessionService) -> tuple[TodoSessionsAgent, FakeConn]:
+        def tools() -> ToolRegistry:
+            registry = ToolRegistry()
+            registry.register(TodoWriteTool())
+            registry.register(subagent.SubagentTool(service))
+            return registry
+
+        agent = TodoSessionsAgent(service, model_factory=lambda: model, tools_factory=tools)
+        conn = FakeConn()
+        agent.on_connect(conn)
+        agent.client_capabilities_json = EVERYTHING
+        await agent.initialize(protocol_version=1)
+        return agent, conn
+
+    service = SessionService(SessionStore(url), strict=True)
+    agent, conn = await build(service)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    assert (await agent.prompt(session_id=sid, prompt=[Text("go")])).stop_reason == "end_turn"
+    subs = [u for u in conn.of(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert [u["state"]["state"] for u in subs] == ["running", "idle"]
+    child = subs[0]["sessionId"]
+    assert subs[1]["state"]["stopReason"] == "end_turn"
+    plans = [u["plan"]["entries"] for u in conn.of(child) if u["sessionUpdate"] == "plan_update"]
+    assert [[e["content"] for e in entries] for entries in plans] == [["count the tests"]]
+    live_parent, live_child = conn.of(sid, prompts=False), conn.of(child)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded = await build(service)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert loaded.of(sid, prompts=False) == live_parent
+    assert loaded.of(child) == live_child
+    await loader.aclose()
+    await service.aclose()

@@ -1,0 +1,107 @@
+"""Subagent sessions as ``subagent_update`` on the parent. Pure: no I/O.
+
+A ``subagent`` tool call runs a child session; the parent's ``tool/call`` names it
+(``subagentSessionId``). For a client that advertised ``clientCapabilities.subagents`` the
+``tool_call`` of such a call is followed by a ``subagent_update`` announcing the child (its
+session id, title, ``state`` running), and its ``tool_call_update`` by one saying it is idle
+with its stop reason: ``end_turn``, ``cancelled`` when the call was cancelled or never ran,
+else ``error`` with the result's text. Live and on replay alike (the announcement keeps its
+place in the parent's log); the child's own updates go on the child's session id
+(`todo_sessions.acp.relay`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..core.envelope import SessionEvent
+from ..core.types import TOOL_CALL, TOOL_RESULT
+
+__all__ = ["CANCELLED_CODES", "SubagentCalls", "child_of"]
+
+CANCELLED_CODES = frozenset(("TOOL_CANCELLED", "TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"))
+"""Result error codes of a call that was cancelled or never ran (or whose end is unknown)."""
+
+_TITLE_KEYS = ("title", "task", "description", "prompt")
+
+
+def child_of(event: SessionEvent) -> str | None:
+    """The child session a ``tool/call`` event runs, or None."""
+    if event.type != TOOL_CALL:
+        return None
+    child = event.data.get("subagentSessionId")
+    return child if isinstance(child, str) and child else None
+
+
+def _title(arguments: Any) -> str | None:
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    for key in _TITLE_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().splitlines()[0][:200]
+    return None
+
+
+def _result_text(data: dict[str, Any]) -> str:
+    message = data.get("message") or {}
+    texts: list[str] = []
+    for block in message.get("content") or []:
+        for inner in block.get("content") or [] if isinstance(block, dict) else []:
+            if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+                texts.append(inner["text"])
+    return "\n".join(texts) or "the subagent failed"
+
+
+def _idle(data: dict[str, Any], failed: bool) -> dict[str, Any]:
+    error = data.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if code in CANCELLED_CODES:
+        return {"state": "idle", "stopReason": "cancelled"}
+    if failed:
+        message = _result_text(data)
+        return {
+            "state": "idle",
+            "stopReason": "error",
+            "error": {"code": -32603, "message": message},
+        }
+    return {"state": "idle", "stopReason": "end_turn"}
+
+
+class SubagentCalls:
+    """The subagent calls of one session shown to a client so far (call id → child id)."""
+
+    __slots__ = ("children",)
+
+    def __init__(self) -> None:
+        self.children: dict[str, str] = {}
+
+    def updates(self, event: SessionEvent, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``subagent_update`` that follows ``shown`` (the event's own wire updates)."""
+        if not shown:
+            return []
+        if event.type == TOOL_CALL:
+            child = child_of(event)
+            if child is None:
+                return []
+            self.children[str(event.data.get("callId"))] = child
+            update: dict[str, Any] = {"sessionUpdate": "subagent_update", "sessionId": child}
+            title = _title(event.data.get("arguments"))
+            if title is not None:
+                update["title"] = title
+            update["state"] = {"state": "running"}
+            return [update]
+        if event.type == TOOL_RESULT:
+            call_id = shown[0].get("toolCallId")
+            child = self.children.pop(str(call_id), None)
+            if child is None:
+                return []
+            failed = shown[0].get("status") == "failed"
+            state = _idle(event.data, failed)
+            return [{"sessionUpdate": "subagent_update", "sessionId": child, "state": state}]
+        return []
