@@ -109,6 +109,34 @@ async def test_a_store_left_idle_catches_the_index_up_by_itself(url: str) -> Non
         ]
 
 
+async def test_the_appends_after_a_catch_up_still_commit_with_synchronous_full(
+    tmp_path: Path,
+) -> None:
+    """SQLite, WAL: the index's catch-up commits with ``synchronous=NORMAL`` (its frames are
+    made durable by the next append's fsync); the writer's appends keep FULL, after a
+    search's catch-up and after an idle one."""
+
+    async def synchronous(store: SessionStore) -> int:
+        return int(await run_maintenance(store, lambda c: c.exec_driver_sql(
+            "PRAGMA synchronous").scalar()))  # fmt: skip
+
+    async with SessionStore(tmp_path / "s.db", synchronous="FULL") as store:
+        await store.create(header("full"))
+        await store.append("full", turn(0, text=word_of("full", 0)))
+        assert await found_once(store, word_of("full", 0), "full", 1)
+        assert await synchronous(store) == 2  # FULL
+        await store.append("full", turn(6, text=word_of("full", 6)))
+        tables = store.namespace.tables
+        for _ in range(100):
+            await asyncio.sleep(0.3)
+            if await run_maintenance(store, lambda c: newest_pending(c, tables)) is None:
+                break
+        else:
+            raise AssertionError("the index was never caught up")
+        assert await synchronous(store) == 2
+        assert await found_once(store, word_of("full", 6), "full", 7)
+
+
 def spawn(url: str, session_id: str, count: int, search_every: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(CHILD), url, session_id, str(count), str(search_every)],

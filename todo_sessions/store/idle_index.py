@@ -17,10 +17,14 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-__all__ = ["INDEX_BACKLOG", "INDEX_IDLE", "IdleIndexer"]
+__all__ = ["INDEX_BACKLOG", "INDEX_EVERY", "INDEX_IDLE", "IdleIndexer"]
 
 INDEX_IDLE = 0.1
 """Seconds without an append after which the store catches the index up."""
+INDEX_EVERY = 1.0
+"""SQLite: seconds at least from one idle catch-up of a writer to its next, so that appends
+coming a little more than `INDEX_IDLE` apart are indexed a few at a time, not one catch-up
+transaction each (a search catches up first whatever the timer did)."""
 INDEX_BACKLOG = 20_000
 """Events left to the index past which it catches up even while appends go on."""
 

@@ -12,8 +12,10 @@ thread of the store.
   returned. A lone append runs without a savepoint and without waiting for company.
 - **The search index** is not written by the appends (docs/design.md, "The deferred
   index"): each marks its events pending, and the writer thread catches the index up once it
-  has had no job for `INDEX_IDLE`, or between jobs past `INDEX_BACKLOG` events
-  (`_Writer._next_job`); a search catches up whatever is left first (`catch_up_index`).
+  has had no job for `INDEX_IDLE` (and at most once per `INDEX_EVERY`), or between jobs past
+  `INDEX_BACKLOG` events (`Writer._next_job`); a search catches up whatever is left first
+  (`catch_up_index`). In WAL mode with ``synchronous=FULL`` the catch-up transactions commit
+  with NORMAL, no fsync of their own (`Writer.index_transaction`).
 - **Reader threads** (two) each own a read connection; a read operation runs as one function
   inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
   connection, so there the writer thread serves reads too (no reader threads).
@@ -44,10 +46,12 @@ thread of the store.
   ``tests/test_inline_reads.py`` holds another process's write lock and a pending checkpoint
   while the loop reads, and watches a heartbeat.
 - **Waiting for another process's write lock** (`begin_write`): in WAL mode the writer's
-  connection has busy timeout 0 and its ``BEGIN IMMEDIATE`` retries after 20 µs, doubling up
-  to 2 ms, until the configured busy timeout has passed. SQLite's own busy handler sleeps 1,
-  2, 5, 10 ms... (``sqlite3`` cannot install another), far longer than another process's
-  append holds the lock. Migrations, the maintenance hatch and the integrity check run with
+  connection has busy timeout 0 and its ``BEGIN IMMEDIATE`` retries after 1 ms, then every
+  2 ms, until the configured busy timeout has passed. SQLite's own busy handler sleeps 1,
+  2, 5, 10, ... 100 ms (``sqlite3`` cannot install another), far longer than another
+  process's append holds the lock. Not shorter than 1 ms: each try pins the WAL for a moment,
+  and tries every 20 µs kept the WAL from starting over, a checkpoint per commit
+  (`driver._FIRST_WAIT`). Migrations, the maintenance hatch and the integrity check run with
   the configured busy timeout (`_Writer.configured_timeout`).
 
 Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop

@@ -25,22 +25,27 @@ deadlock upgrading a read lock."""
 
 _DIALECT: Any = sqlite_dialect.dialect(paramstyle="qmark")
 
-_FIRST_WAIT = 20e-6
-"""The first wait for another process's write lock (seconds): about a tenth of a durable
-commit's fsync on the development VM; each wait after it doubles, up to `_LONGEST_WAIT`."""
+_FIRST_WAIT = 1e-3
+"""The first wait for another process's write lock (seconds); each wait after it doubles, up
+to `_LONGEST_WAIT`. Not shorter: every try is a read transaction begun and ended, and a
+reader's mark taken while the holder commits keeps that commit's checkpoint from copying the
+whole WAL, so the WAL cannot start over and every later commit past `wal_autocheckpoint`
+runs a checkpoint of its own (two more fsyncs). Counted with 2 and 4 writer processes
+(bench/RESULTS.md, "Store v4: the catch-up's fsync and the lock waits"): a first wait of
+20 µs made 1.2-1.5 fsyncs an append and 2.8 tries, 1 ms 1.03-1.06 and 0.3-1.0."""
 _LONGEST_WAIT = 2e-3
 
 
 def begin_write(conn: sqlite3.Connection, patience: float) -> None:
     """``BEGIN IMMEDIATE`` on a connection whose busy timeout is 0 (the writer's, in WAL
-    mode): while another process holds the write lock, try again after 20 µs, 40 µs, ... up
-    to 2 ms between tries, until ``patience`` seconds have passed (then SQLite's own "database
-    is locked" error, as a busy timeout would give).
+    mode): while another process holds the write lock, try again after 1 ms, then every
+    2 ms, until ``patience`` seconds have passed (then SQLite's own "database is locked"
+    error, as a busy timeout would give).
 
-    SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms between its tries; Python's
-    ``sqlite3`` gives no way to install another one. Another process's append holds the lock
-    for a fraction of a millisecond plus its fsync, so the first millisecond-long sleep
-    already outlasts it (two writer processes: see bench/peers_bench.py in bench/RESULTS.md).
+    SQLite's own busy handler sleeps 1, 2, 5, 10, ... up to 100 ms between its tries; Python's
+    ``sqlite3`` gives no way to install another one. Under steady contention (writer
+    processes appending back to back) the lock is never idle while one waits, so a wait of a
+    millisecond costs no throughput; a handler whose sleeps grow to 100 ms would leave it idle.
     """
     try:
         conn.execute(BEGIN_WRITE)

@@ -7,6 +7,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -17,7 +18,7 @@ from sqlalchemy.pool import StaticPool
 from ...errors import StoreError
 from .. import plans
 from ..engine import SQLiteOptions, StoreURL
-from ..idle_index import INDEX_BACKLOG, INDEX_IDLE
+from ..idle_index import INDEX_BACKLOG, INDEX_EVERY, INDEX_IDLE
 from ..indexer import catch_up, catch_up_all
 from ..queries import AppendStatements
 from ..schema import Tables
@@ -46,6 +47,9 @@ class Writer:
         self.patience = options.busy_timeout_ms / 1000
         """How long `begin_write` waits for another process's write lock (seconds)."""
         self.own_waits = own_lock_waits(target, options)
+        self.relaxed_index = self.own_waits and options.synchronous == "FULL"
+        """Whether the index's catch-up transactions commit with ``synchronous=NORMAL``
+        (`index_transaction`): a file in WAL mode whose appends commit with FULL."""
         self._jobs: queue.SimpleQueue[AppendJob | CallJob | None] = queue.SimpleQueue()
         self.conn: sqlite3.Connection | None = None
         self.closed = False
@@ -56,6 +60,9 @@ class Writer:
         self.unindexed = 0
         """Events this writer committed since its last catch-up (an estimate: others may
         have indexed them)."""
+        self._indexed_at = 0.0
+        """``time.monotonic()`` when the last idle catch-up that left nothing ended
+        (`INDEX_EVERY`)."""
         self._thread = threading.Thread(target=self._serve, name="todo-sessions-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -180,10 +187,14 @@ class Writer:
         `NO_JOB`)."""
         if self.unindexed >= INDEX_BACKLOG:
             self._index_while_idle()
+        wait = max(INDEX_IDLE, self._indexed_at + INDEX_EVERY - time.monotonic())
         try:
-            return self._jobs.get(timeout=INDEX_IDLE)
+            return self._jobs.get(timeout=wait)
         except queue.Empty:
             self._index_while_idle()
+            # more left (one transaction takes about CATCH_UP_EVENTS): the next one after
+            # the idle pause alone
+            self._indexed_at = 0.0 if self.unindexed else time.monotonic()
             return NO_JOB
 
     def _index_while_idle(self) -> None:
@@ -194,12 +205,35 @@ class Writer:
         try:
             if tables is None:
                 raise StoreError("no index to catch up")
-            done = with_sa(self.connection(), self, lambda conn: catch_up(conn, tables), True)
+            done = self.index_transaction(lambda conn: catch_up(conn, tables))
         except Exception:
             self.unindexed = 0
             return
         if not done.more:
             self.unindexed = 0
+
+    def index_transaction(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` in a write transaction of the search index's catch-up (`indexer.catch_up`).
+
+        With `relaxed_index`, the transaction commits with ``synchronous=NORMAL``: no fsync
+        of its own. In WAL mode its frames become durable with the next FULL commit's fsync
+        of the WAL (an append's, from any connection) or the next checkpoint, which syncs the
+        WAL first; a crash of the machine before that loses the whole catch-up transaction,
+        never part of it nor anything after it, and nothing that is not derived: the pending
+        rows it deleted come back with it and the next catch-up redoes it. The appends keep
+        FULL: the setting is restored before the next job, or the connection is dropped."""
+        conn = self.connection()
+        if not self.relaxed_index:
+            return with_sa(conn, self, fn, True)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            return with_sa(conn, self, fn, True)
+        finally:
+            try:
+                conn.execute("PRAGMA synchronous = FULL")
+            except BaseException:
+                self.close_connection()  # never an append on a NORMAL connection
+                raise
 
     def _run_call(self, job: CallJob) -> None:
         try:
@@ -281,7 +315,11 @@ def with_sa(
 
 def catch_up_on(conn: sqlite3.Connection, writer: Writer, tables: Tables) -> int:
     """`indexer.catch_up_all` on the writer thread: every append committed before it."""
-    written = catch_up_all(lambda fn, write: with_sa(conn, writer, fn, write), tables)
+
+    def run(fn: Callable[[Connection], Any], write: bool) -> Any:
+        return writer.index_transaction(fn) if write else with_sa(conn, writer, fn, False)
+
+    written = catch_up_all(run, tables)
     writer.unindexed = 0
     return written
 
