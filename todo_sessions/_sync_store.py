@@ -20,6 +20,7 @@ from .core.messages import Message
 from .core.todos import TodoItem
 from .store.children import ChildSession
 from .store.leases import Lease, LeaseHolder
+from .store.records import CheckpointText
 from .store.results import (
     CheckpointInfo,
     PruneReport,
@@ -87,7 +88,7 @@ class _SyncSessionStoreMethods:
         each problem it reports, or ``[]`` when it finds none. Changes nothing."""
         return self._thread.call(self._store.check_database())
 
-    def checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+    def checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
         """``(seq, state text)`` of each stored checkpoint, oldest first (what `verify`
         recomputes)."""
         return self._thread.call(self._store.checkpoint_texts(session_id))

@@ -109,11 +109,11 @@ class SubagentCalls:
             update["state"] = {"state": "running"}
             return [update]
         if event.type == TOOL_RESULT:
-            call_id = shown[0].get("toolCallId")
-            child = self.children.pop(str(call_id), None)
-            if child is None:
+            answered = shown[0].get("toolCallId")
+            ended = self.children.pop(str(answered), None)
+            if ended is None:
                 return []
             failed = shown[0].get("status") == "failed"
             state = _idle(event.data, failed)
-            return [{"sessionUpdate": "subagent_update", "sessionId": child, "state": state}]
+            return [{"sessionUpdate": "subagent_update", "sessionId": ended, "state": state}]
         return []

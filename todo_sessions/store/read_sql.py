@@ -201,3 +201,7 @@ def compile_reads(dialect: Any, queries: Queries = DEFAULT_QUERIES) -> dict[str,
 class Rows(Protocol):
     """Runs a named read statement (`read_statements`) and returns its rows as tuples. Each backend
     module has one (``SQLiteRows``, ``AsyncpgRows``)."""
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> list[Any]:
+        """The rows of the read statement ``name`` run with ``params``."""
+        ...

@@ -154,7 +154,7 @@ def chain_rows(
         return row, []
     found = rows.fetch("chain_rows", {"session_id": session_id, "from_seq": from_seq, "upto": upto})
     # the stored bytes as the hex every caller compares
-    return row, [ChainRow(*r[:7], _hex(r[7])) for r in found]
+    return row, [ChainRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _hex(r[7])) for r in found]
 
 
 def _hex(value: Any) -> str | None:

@@ -15,6 +15,7 @@ from ..errors import StructureError
 from .checkpoints import CheckpointWrite
 from .codec import header_from_row
 from .leases import Lease
+from .records import CheckpointText
 from .results import CheckpointInfo, ResumedState, StoredLog
 from .retry import retry_on_conflict
 from .writing import Writing
@@ -51,7 +52,7 @@ class Repair(Writing):
         )
         return [CheckpointInfo(*row) for row in found]
 
-    async def checkpoint_texts(self, session_id: str) -> list[tuple[int, str]]:
+    async def checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
         """``(seq, state text)`` of each stored checkpoint, oldest first (what `verify`
         recomputes)."""
         check_session_id(session_id)

@@ -43,6 +43,7 @@ from .archives import (
 )
 from .finding import Finding
 from .leasing import Leasing
+from .records import CheckpointInfo as CheckpointRow
 from .results import PruneReport, SessionSummary
 
 __all__ = ["ARCHIVE_SUFFIX", "PRUNE_OWNER", "Retention", "archive_path"]
@@ -232,7 +233,7 @@ class Retention(Finding, Leasing):
             await self.delete(session_id)
         return path
 
-    async def _checkpoint_rows(self, session_id: str) -> list[tuple[int, int, int, int]]:
+    async def _checkpoint_rows(self, session_id: str) -> list[CheckpointRow]:
         return await self._call(
             f"reading checkpoints of session {session_id!r}",
             lambda r: r.read_checkpoints(session_id),
@@ -259,10 +260,12 @@ class Retention(Finding, Leasing):
                 total += extra
                 if dry_run:
                     continue
-                await self._call(
-                    "pruning checkpoints",
-                    lambda r, sid=summary.id: r.thin_checkpoints(sid, keep),
-                )
+                await self._call("pruning checkpoints", _thinning(summary.id, keep))
             if len(page) < 500:
                 return total
             before = page[-1]
+
+
+def _thinning(session_id: str, keep: int) -> Any:
+    """The recorder call that thins ``session_id``'s checkpoints to its newest ``keep``."""
+    return lambda recorder: recorder.thin_checkpoints(session_id, keep)
