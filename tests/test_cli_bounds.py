@@ -47,7 +47,7 @@ CASES: list[tuple[list[str], str]] = [
     (["delete", NUL, "--yes"], "SESSION_ID"),
     (["export", NUL], "SESSION_ID"),
     (["export", "s1", "-o", "out\x00.jsonl"], "-o"),
-    (["import", "in\x00.jsonl"], "an argument"),
+    (["import", "in\x00.jsonl"], "FILE | [PATH...]"),
     (["import", "-", "--as", BAD_UTF8], "--as"),
     (["import", "-", "--max-line-bytes", MAX], "--max-line-bytes"),
     (["import", "-", "--max-bytes", BIG], "--max-bytes"),

@@ -6,13 +6,23 @@ See docs/design.md, "Live sessions".
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
+from pydantic import BaseModel, ConfigDict
 
-from todo_sessions import InvalidEventError, Session, SessionEvent, SessionHeader, StructureError
+from todo_sessions import (
+    InvalidEventError,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    StructureError,
+    _vocabularies,
+    register_event_type,
+)
+from todo_sessions.core import registry
 from todo_sessions.core.compaction import PendingEvent
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos, standing_plan
@@ -136,6 +146,37 @@ def test_append_all_from_inside_a_subscriber_is_refused() -> None:
         "events in log order)"
     ]
     assert len(session.events) == 1
+
+
+class _LateData(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    reason: Literal["ok"]
+
+
+def test_a_type_of_a_vocabulary_not_yet_loaded_is_known_before_the_append_validates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = "test/late-vocabulary"
+    for table in (registry._REGISTRY, registry._CHECKS):  # gone again after the test
+        monkeypatch.setitem(table, name, None)
+        monkeypatch.delitem(table, name)
+    loads: list[str] = []
+
+    def load() -> list[str]:
+        loads.append(name)
+        register_event_type(name, _LateData)
+        return [name]
+
+    monkeypatch.setattr(_vocabularies, "_started", False)
+    monkeypatch.setattr(_vocabularies, "_done", False)
+    monkeypatch.setattr(_vocabularies, "load_vocabularies", load)
+    session = Session(SessionHeader(id="s", created_at=1))
+    with pytest.raises(InvalidEventError) as caught:  # validated: the vocabulary was loaded
+        session.append(name, {"reason": "other"}, ignorable=True)
+    assert (caught.value.event_type, caught.value.field) == (name, "data.reason")
+    assert loads == [name] and session.events == []
+    session.append(name, {"reason": "ok"}, ignorable=True)
+    assert [e.type for e in session.events] == [name]
 
 
 def test_todos_and_standing_plan_follow_the_log() -> None:

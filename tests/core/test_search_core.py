@@ -159,6 +159,24 @@ def test_malformed_queries_name_the_problem(query: str, problem: str) -> None:
     assert problem in str(caught.value)
 
 
+def test_a_search_looks_at_every_kind_but_reasoning_by_default() -> None:
+    assert set(DEFAULT_KINDS) == {
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+        "todo",
+        "summary",
+    }
+    assert set(search.KINDS) == {*DEFAULT_KINDS, "reasoning"}
+
+
+def test_the_documented_query_length_is_1000_characters() -> None:
+    parse_query("a" * 1000)
+    with pytest.raises(SearchQueryError, match="longer than 1000 characters"):
+        parse_query("a" * 1001)
+
+
 def test_the_problem_position_and_the_limits() -> None:
     with pytest.raises(SearchQueryError) as caught:
         parse_query('ok "open')
