@@ -14,19 +14,18 @@ from ...errors import (
     AcknowledgedEventsLostError,
     SeqConflictError,
 )
-from .. import plans, reads, revisions
+from .. import plans, reads
 from ..batch import (
     AppendBatch,
     AppendOutcome,
 )
-from ..checkpoints import CheckpointWrite
 from ..engine import StoreURL
 from ..idle_index import IdleIndexer
 from ..index_ops import IndexOperations
 from ..indexer import catch_up_all, lock_key
-from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
 from ..options import PostgresOptions
+from ..planned_writes import PlannedWrites
 from ..records import EventsRead, SessionRow, SummaryRow
 from ..retry import until_reachable
 from ..snapshots import SnapshotReads
@@ -52,7 +51,7 @@ from .rows import (
 T = TypeVar("T")
 
 
-class PostgresRecorder(SnapshotReads, IndexOperations):
+class PostgresRecorder(SnapshotReads, IndexOperations, PlannedWrites):
     """The `Recorder` of a PostgreSQL database. See the module docstring."""
 
     dialect = "postgresql"
@@ -318,34 +317,6 @@ class PostgresRecorder(SnapshotReads, IndexOperations):
                 return await conn.run_sync(each)
 
         return await self._pool.past_standbys(run)
-
-    async def acquire_lease(
-        self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
-    ) -> Lease:
-        return await self._write(plans.acquire_lease, session_id, owner, now, ttl_ms, steal)
-
-    async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
-        return await self._write(plans.renew_lease, lease, now, ttl_ms)
-
-    async def release_lease(self, lease: Lease) -> bool:
-        return await self._write(plans.release_lease, lease)
-
-    async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
-        return await self._write(plans.write_checkpoint, checkpoint)
-
-    async def delete_checkpoints(self, session_id: str) -> int:
-        return await self._write(plans.delete_checkpoints, session_id)
-
-    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
-        return await self._write(plans.thin_checkpoints, session_id, keep)
-
-    async def schema_revision(self) -> str | None:
-        namespace = self._namespace
-        return await self._on_sa(lambda c: revisions.schema_revision(c, namespace), write=False)
-
-    async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
-        namespace = self._namespace
-        return await self.run_locked(lambda c: revisions.step(c, revision, downgrade, namespace))
 
     @contextlib.asynccontextmanager
     async def wait_for_append(self, session_id: str) -> AsyncIterator[Wait]:

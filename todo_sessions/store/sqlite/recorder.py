@@ -13,16 +13,15 @@ from sqlalchemy.engine import Connection
 from ...core.envelope import SessionEvent
 from ...core.todos import TodoItem
 from ...errors import StoreError
-from .. import plans, reads, revisions
+from .. import plans, reads
 from ..batch import (
     AppendBatch,
     AppendOutcome,
 )
-from ..checkpoints import CheckpointWrite
 from ..engine import SQLiteOptions, StoreURL, ensure_private_file
 from ..index_ops import IndexOperations
-from ..leases import Lease
 from ..namespace import DEFAULT, Namespace
+from ..planned_writes import PlannedWrites
 from ..snapshots import SnapshotReads
 from ..wakeups import LocalWakeups, Wait
 from . import transactions
@@ -37,7 +36,7 @@ from .writer import Writer, catch_up_on, noop, with_sa
 T = TypeVar("T")
 
 
-class SQLiteRecorder(SnapshotReads, IndexOperations):
+class SQLiteRecorder(SnapshotReads, IndexOperations, PlannedWrites):
     """The `Recorder` of an SQLite database (a file, or in memory). See the module docstring."""
 
     dialect = "sqlite"
@@ -119,37 +118,6 @@ class SQLiteRecorder(SnapshotReads, IndexOperations):
         return await writer.call(
             transactions.in_write_transaction, writer.patience, fn, self._sql.writes, *args
         )
-
-    async def delete(self, session_id: str) -> bool:
-        return await self._write(plans.delete_session, session_id)
-
-    async def acquire_lease(
-        self, session_id: str, owner: str, now: int, ttl_ms: int, *, steal: bool
-    ) -> Lease:
-        return await self._write(plans.acquire_lease, session_id, owner, now, ttl_ms, steal)
-
-    async def renew_lease(self, lease: Lease, now: int, ttl_ms: int) -> Lease:
-        return await self._write(plans.renew_lease, lease, now, ttl_ms)
-
-    async def release_lease(self, lease: Lease) -> bool:
-        return await self._write(plans.release_lease, lease)
-
-    async def write_checkpoint(self, checkpoint: CheckpointWrite) -> bool:
-        return await self._write(plans.write_checkpoint, checkpoint)
-
-    async def delete_checkpoints(self, session_id: str) -> int:
-        return await self._write(plans.delete_checkpoints, session_id)
-
-    async def thin_checkpoints(self, session_id: str, keep: int) -> int:
-        return await self._write(plans.thin_checkpoints, session_id, keep)
-
-    async def schema_revision(self) -> str | None:
-        namespace = self._namespace
-        return await self._on_sa(lambda c: revisions.schema_revision(c, namespace), write=False)
-
-    async def migrate(self, revision: str, *, downgrade: bool = False) -> str | None:
-        namespace = self._namespace
-        return await self.run_locked(lambda c: revisions.step(c, revision, downgrade, namespace))
 
     def wait_for_append(self, session_id: str) -> AbstractAsyncContextManager[Wait]:
         """SQLite has no notifications across processes: followers poll every
