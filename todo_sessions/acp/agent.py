@@ -79,6 +79,7 @@ from .mapping import SessionUpdate
 from .permissions import PermissionGate
 from .presenter import Presenter
 from .prompting import TurnForwarder
+from .relay import settled
 from .replay import Replay, child_ids, read_pages, send_page
 from .session_list import list_page, title_of
 from .session_ops import delete_session, fork_session
@@ -299,7 +300,8 @@ class TodoSessionsAgent:
             pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
             async with contextlib.aclosing(pages) as reading:
                 async for page in reading:
-                    await send_page(self._conn, session_id, replay.page(page))
+                    updates = [await settled(self.service, u) for u in replay.page(page)]
+                    await send_page(self._conn, session_id, updates)
         await self._send_info(session_id, summary, replay.title)
         await self._send(session_id, replay.tally.update())
         if session_id not in self.service.live_ids():

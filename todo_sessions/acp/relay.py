@@ -13,6 +13,9 @@ A call names its child before the tool runs, and the tool may refuse it (no chil
 made): the announcement is held (and the parent's stream behind it, so the order stays the
 replay's) until the child exists or the call's result is logged; a call that made no child
 is announced neither running nor idle.
+
+A child's idle ``cancelled`` (its call cancelled, or closed by the crash repair) is settled
+from the child's own log before it is sent (`settled`), live as in a replay.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from typing import Any
 
 from .._service import SessionService
 from ..core.envelope import SessionEvent
-from ..core.types import TOOL_RESULT, TURN_END
+from ..core.types import TOOL_RESULT, TURN_END, TURN_START
 from ..errors import TodoSessionsError
 from .capabilities import ClientFeatures
 from .presenter import Presenter
 from .shown import PresentCall
+from .subagents import child_idle
 
-__all__ = ["ChildRelay"]
+__all__ = ["ChildRelay", "settled"]
 
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``send(session_id, wire_update)``: one ``session/update`` to the client."""
@@ -92,6 +96,7 @@ class ChildRelay:
                 self._unstarted.discard(child_id)
                 return
             await self.finish(child_id)
+            update = await settled(self._service, update)
         await self._send(session_id, update)
         if state == "running" and child_id not in self._children:
             child = self._children[child_id] = _Child(
@@ -186,6 +191,24 @@ class ChildRelay:
             return await service.store.read_from(child_id, from_seq)
         except TodoSessionsError:  # not created yet, or gone
             return []
+
+
+async def settled(service: SessionService, update: dict[str, Any]) -> dict[str, Any]:
+    """``update``, or, when it announces a child idle ``cancelled``, the idle state the
+    child's own log says (`child_idle`: a child that completed before its call was cancelled
+    or repaired is ``end_turn``); unchanged while the child's last turn is open."""
+    state = update.get("state") if update.get("sessionUpdate") == "subagent_update" else None
+    if not isinstance(state, dict) or state.get("stopReason") != "cancelled":
+        return update
+    child_id = update["sessionId"]
+    try:
+        if child_id in service.live_ids():
+            await service.flush(child_id)
+        last = await service.store.latest_event(child_id, TURN_START, TURN_END)
+    except TodoSessionsError:  # gone
+        return update
+    idle = child_idle(last)
+    return update if idle is None else {**update, "state": idle}
 
 
 def _closes(event: SessionEvent, call_id: str) -> bool:
