@@ -8,9 +8,10 @@ with its stop reason: ``end_turn``, ``cancelled`` when the call was cancelled or
 else ``error`` with the result's text. A call cancelled or closed by the crash repair does not
 know how its child ended: its ``cancelled`` is then settled from the child's own log
 (`child_idle` of its last ``turn/end``, the same end `SessionStore.children` reads), so a
-child that completed before its parent was killed is announced ``end_turn``. Live and on replay alike (the announcement keeps its
-place in the parent's log); the child's own updates go on the child's session id
-(`todo_sessions.acp.relay`).
+child that completed before its parent was killed is announced ``end_turn`` (by the caller,
+`todo_sessions.acp.relay.settled`: it reads the child's log). Live and on replay alike (the
+announcement keeps its place in the parent's log); the child's own updates go on the child's
+session id (`todo_sessions.acp.relay`).
 
 A call the tool refused (or that never ran) started no child: it is announced neither
 running nor idle. A replay is told which children exist (``exists``); live, the relay holds
