@@ -533,3 +533,123 @@ async def test_a_subagent_call_that_asks_permission_does_not_stall(tmp_path: Any
     assert subs == ["running", "idle"]
     await agent.aclose()
     await service.aclose()
+
+
+async def arrived(check: Any, what: str) -> None:
+    """Wait until ``check()`` holds (what is waited for arrives in the background)."""
+    for _ in range(3000):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never arrived: {what}")
+
+
+def compactions(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (u["sessionUpdate"], u.get("status", "chunk"))
+        for u in updates
+        if u["sessionUpdate"].startswith("compaction")
+    ]
+
+
+@pytest.mark.parametrize("capabilities", [EVERYTHING, {}], ids=["compaction", "legacy"])
+async def test_a_compaction_by_the_host_between_prompts_is_sent_live(
+    tmp_path: Any, capabilities: dict[str, Any]
+) -> None:
+    """The program embedding the agent compacts a session its client has open, between
+    prompts: the client is sent it as it lands (once stored), and one stored only when the
+    next prompt starts is sent before that prompt's own updates. A fresh client's replay is
+    the same stream (order, ids, content); a legacy client gets the summary message, as its
+    replay has it."""
+    url = f"sqlite:///{tmp_path}/h.db"
+    service = SessionService(SessionStore(url), strict=True, flush_interval=None)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = capabilities
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    for text in ("first", "second"):
+        await agent.prompt(session_id=sid, prompt=[Text(text)])
+    agent.service.get(sid).compact("what happened so far")  # the host, between prompts
+    await service.flush(sid)  # stored: the follower sees it
+    if capabilities:
+        done = ("compaction_update", "completed")
+        await arrived(lambda: done in compactions(conn.of(sid)), "the compaction")
+        assert compactions(conn.of(sid)) == [
+            ("compaction_update", "in_progress"),
+            ("compaction_summary_chunk", "chunk"),
+            ("compaction_update", "completed"),
+        ]
+    else:
+        summary = {"type": "text", "text": "what happened so far"}
+
+        def chunks() -> list[Any]:
+            return [
+                u["content"] for u in conn.of(sid) if u["sessionUpdate"] == "user_message_chunk"
+            ]
+
+        await arrived(lambda: summary in chunks(), "the summary message")
+        assert not NEW_KINDS & {u["sessionUpdate"] for u in conn.of(sid)}
+    shown = len(conn.of(sid))
+    agent.service.get(sid).compact("and then some more")  # not stored before the prompt
+    await agent.prompt(session_id=sid, prompt=[Text("third")])
+    third = conn.of(sid)[shown:]
+    answer = next(i for i, u in enumerate(third) if u["sessionUpdate"] == "agent_message_chunk")
+    if capabilities:  # the second compaction, whole, before the prompt's answer
+        assert len(compactions(third[:answer])) == 3 == len(compactions(third))
+    else:
+        assert third[0]["content"] == {"type": "text", "text": "and then some more"}
+    live = conn.of(sid, prompts=False)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, capabilities)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    assert loaded.of(sid, prompts=False) == live
+    if capabilities:
+        ids = list(dict.fromkeys(u["compactionId"] for u in live if "compactionId" in u))
+        assert len(ids) == 2
+    await loader.aclose()
+    await service.aclose()
+
+
+async def test_a_compaction_by_another_process_is_sent_live(tmp_path: Any) -> None:
+    """A session the client loaded (not live in this agent) is compacted by another process
+    on the same store: the client is sent the compaction as it lands; prompting the session
+    afterwards goes on from there; a fresh client's replay is what the first one was sent."""
+    url = f"sqlite:///{tmp_path}/o.db"
+    service = SessionService(SessionStore(url), strict=True)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    for text in ("first", "second"):
+        await agent.prompt(session_id=sid, prompt=[Text(text)])
+    await agent.close_session(session_id=sid)
+    mark = len(conn.of(sid))
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    elsewhere = SessionService(SessionStore(url), strict=True)  # another process's
+    session = await elsewhere.resume(sid)
+    session.compact("summarised elsewhere")
+    await elsewhere.aclose()
+    done = ("compaction_update", "completed")
+    await arrived(lambda: done in compactions(conn.of(sid)[mark:]), "the compaction")
+    assert agent.service.live_ids() == []  # only followed
+    assert (await agent.prompt(session_id=sid, prompt=[Text("third")])).stop_reason == "end_turn"
+    seen = [u for u in conn.of(sid, prompts=False)[mark:]]
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    replay = loaded.of(sid, prompts=False)
+    assert replay == seen
+    (chunk,) = [u for u in replay if u["sessionUpdate"] == "compaction_summary_chunk"]
+    assert chunk["content"] == {"type": "text", "text": "summarised elsewhere"}
+    await loader.aclose()
+    await service.aclose()

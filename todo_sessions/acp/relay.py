@@ -33,6 +33,7 @@ from .capabilities import ClientFeatures
 from .presenter import Presenter
 from .shown import PresentCall
 from .subagents import child_idle
+from .views import events_from
 
 __all__ = ["ChildRelay", "settled"]
 
@@ -181,16 +182,7 @@ class ChildRelay:
 
     async def _events(self, child_id: str, from_seq: int) -> list[SessionEvent]:
         """The child's events from ``from_seq``: held by the live session, else stored."""
-        service = self._service
-        if child_id in service.live_ids():
-            session = service.get(child_id)
-            if from_seq >= session.first_held_seq:
-                return session.events_from(from_seq)
-            await service.flush(child_id)
-        try:
-            return await service.store.read_from(child_id, from_seq)
-        except TodoSessionsError:  # not created yet, or gone
-            return []
+        return await events_from(self._service, child_id, from_seq)
 
 
 async def settled(service: SessionService, update: dict[str, Any]) -> dict[str, Any]:
