@@ -615,11 +615,14 @@ async def test_a_compaction_by_the_host_between_prompts_is_sent_live(
     await service.aclose()
 
 
-async def test_a_compaction_by_another_process_is_sent_live(tmp_path: Any) -> None:
+async def test_a_compaction_by_another_process_is_sent_live(
+    tmp_path: Any, shared_db_url: str
+) -> None:
     """A session the client loaded (not live in this agent) is compacted by another process
-    on the same store: the client is sent the compaction as it lands; prompting the session
-    afterwards goes on from there; a fresh client's replay is what the first one was sent."""
-    url = f"sqlite:///{tmp_path}/o.db"
+    on the same store (SQLite: the follower polls; PostgreSQL: it is notified): the client is
+    sent the compaction as it lands; prompting the session afterwards goes on from there; a
+    fresh client's replay is what the first one was sent."""
+    url = shared_db_url
     service = SessionService(SessionStore(url), strict=True)
     agent = make_agent(service, compaction=None, follow_interval=0.01)
     conn = FakeConn()
