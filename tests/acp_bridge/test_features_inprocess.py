@@ -656,3 +656,62 @@ async def test_a_compaction_by_another_process_is_sent_live(
     assert chunk["content"] == {"type": "text", "text": "summarised elsewhere"}
     await loader.aclose()
     await service.aclose()
+
+
+async def test_a_turn_another_process_runs_is_sent_live_with_its_child(tmp_path: Any) -> None:
+    """A session the client loaded is prompted by another process whose turn delegates to a
+    subagent: the client is sent the turn as it lands, the child announced, its traffic on
+    its own id, then idle; a fresh client's replay of the parent and of the child is what it
+    was sent."""
+    from scripted_agent import Director, SubagentTool
+
+    from todo_sessions.harness.loop import AgentLoop
+    from todo_sessions.harness.tools.registry import ToolRegistry
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    service = SessionService(SessionStore(url), strict=True)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("first")])
+    await agent.close_session(session_id=sid)
+    mark = len(conn.sent)
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    elsewhere = SessionService(SessionStore(url), strict=True)  # another process's
+    tools = ToolRegistry()
+    tools.register(TodoWriteTool())
+    tools.register(SubagentTool(elsewhere))
+    session = await elsewhere.resume(sid)
+    loop = AgentLoop(session, Director("alpha"), tools)
+    assert (await loop.run_turn("delegate tests")).reason == "completed"
+    await elsewhere.aclose()
+
+    def subs() -> list[dict[str, Any]]:
+        return [u for s, u in conn.sent[mark:] if u["sessionUpdate"] == "subagent_update"]
+
+    await arrived(lambda: len(subs()) == 2, "the child's announcements")
+    (child,) = {u["sessionId"] for u in subs()}
+    assert [u["state"] for u in subs()] == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    at = [i for i, (s, u) in enumerate(conn.sent) if s == child]
+    marks = [i for i, (_, u) in enumerate(conn.sent) if u.get("sessionId") == child]
+    assert at and marks[0] < min(at) and max(at) < marks[1]  # announced, traffic, idle
+    seen = conn.of(sid)[len([u for s, u in conn.sent[:mark] if s == sid]) :]
+    seen_child = conn.of(child)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert loaded.of(sid) == seen
+    assert loaded.of(child) == seen_child
+    await loader.aclose()
+    await service.aclose()
