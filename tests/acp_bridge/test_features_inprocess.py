@@ -715,3 +715,59 @@ async def test_a_turn_another_process_runs_is_sent_live_with_its_child(tmp_path:
     assert loaded.of(child) == seen_child
     await loader.aclose()
     await service.aclose()
+
+
+async def test_a_child_loaded_while_it_runs_is_sent_once(tmp_path: Any) -> None:
+    """The client loads a child session while the parent's prompt relays it: the load's
+    replay, then the child's updates from there on, each once (what a fresh replay of the
+    child sends), not again by the relay nor by the child's follower."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="counting " * 60, delay=0.01),  # the child: slow
+            ScriptedResponse(text="Counted."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/l.db"
+    service = SessionService(SessionStore(url), strict=True)
+
+    def tools() -> ToolRegistry:
+        registry = ToolRegistry()
+        registry.register(subagent.SubagentTool(service))
+        return registry
+
+    agent = TodoSessionsAgent(
+        service, model_factory=lambda: model, tools_factory=tools, follow_interval=0.01
+    )
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("go")]))
+    child = subagent.subagent_session_id(sid, "call_1_1")
+    await arrived(
+        lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in conn.of(child)),
+        "the child's first words",
+    )
+    mark = len(conn.of(child))
+    await agent.load_session(cwd=str(tmp_path), session_id=child)
+    assert (await running).stop_reason == "end_turn"
+    await asyncio.sleep(0.1)  # a follower's look at the child: nothing more to send
+    after = conn.of(child)[mark:]  # the relay may send more before the replay starts
+    replayed = [i for i, u in enumerate(after) if u["sessionUpdate"] == "user_message_chunk"]
+    seen = after[replayed[0] :]  # the replay (it starts with the child's task), then live
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert seen == loaded.of(child)
+    await loader.aclose()
+    await service.aclose()

@@ -12,7 +12,9 @@ the child logged is sent. Announcement first, then the child's traffic, then idl
 A call names its child before the tool runs, and the tool may refuse it (no child is ever
 made): the announcement is held (and the parent's stream behind it, so the order stays the
 replay's) until the child exists or the call's result is logged; a call that made no child
-is announced neither running nor idle.
+is announced neither running nor idle. A child the client has open itself (it loaded it
+while it runs) is shown through its view (`todo_sessions.acp.views`): each event once, after
+the load's replay, whichever of the relay and the child's follower gets there first.
 
 A child's idle ``cancelled`` (its call cancelled, or closed by the crash repair) is settled
 from the child's own log before it is sent (`settled`), live as in a replay.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .._service import SessionService
@@ -33,7 +35,7 @@ from .capabilities import ClientFeatures
 from .presenter import Presenter
 from .shown import PresentCall
 from .subagents import child_idle
-from .views import events_from
+from .views import View, events_from
 
 __all__ = ["ChildRelay", "settled"]
 
@@ -66,12 +68,15 @@ class ChildRelay:
         send: Send,
         parent: Presenter | None = None,
         asking: Callable[[str, str], bool] | None = None,
+        views: Mapping[str, View] | None = None,
     ) -> None:
         """``parent``: the presenter of the prompt's session (it knows which call named each
         child it announces); ``asking(session_id, call_id)``: whether the client is being
         asked to allow that call (it may run: announced at once, the client's answer needs
-        the stream to move on)."""
+        the stream to move on); ``views``: the sessions the client has open (a child it
+        loaded while it runs is shown through its view, so each event once)."""
         self._service = service
+        self._views = views
         self._parent = parent
         self._asking = asking
         self._unstarted: set[str] = set()
@@ -175,6 +180,15 @@ class ChildRelay:
                 unsubscribe()
 
     async def _drain(self, child_id: str, child: _Child) -> None:
+        view = None if self._views is None else self._views.get(child_id)
+        if view is not None:  # the client opened the child: what its view has not shown
+
+            async def send(update: dict[str, Any]) -> None:
+                await self.send(child_id, update)
+
+            async with view.lock:
+                await view.catch_up(self._service, child_id, send, None)
+            return
         for event in await self._events(child_id, child.next_seq):
             child.next_seq = event.seq + 1
             for update in child.presenter.feed(event):

@@ -108,6 +108,7 @@ async def _run_prompt(
         agent._send,
         parent=view.presenter,
         asking=lambda sid, call_id: (sid, call_id) in agent._asking,
+        views=agent._views,
     )
 
     async def send(update: dict[str, Any]) -> None:
@@ -196,7 +197,14 @@ async def catch_up(
     relay = agent._relays.get(session_id)
     if relay is None:
         present_call = agent._tools.present_call
-        relay = ChildRelay(agent.service, agent.features, present_call, agent._send, view.presenter)
+        relay = ChildRelay(
+            agent.service,
+            agent.features,
+            present_call,
+            agent._send,
+            view.presenter,
+            views=agent._views,
+        )
         agent._relays[session_id] = relay
 
     async def send(update: dict[str, Any]) -> None:
