@@ -80,3 +80,59 @@ async def test_a_subagent_call_through_the_acp_agent(tmp_path: Path) -> None:
     (header,) = [e for e in child_log if e.type == "request/header"]
     assert header.data["header"]["config"]["model"] == model.model  # the parent's model
     await service.aclose()
+
+
+@pytest.mark.slow
+async def test_a_child_that_completed_before_a_kill_is_announced_end_turn(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the parent's process after its child completed (the parent's call left
+    open), then a client that advertises ``subagents`` loads and prompts the parent: the
+    repair answers the call "outcome unknown", yet the child is announced idle ``end_turn``,
+    as `SessionStore.children` and the child's own log say, live and in a replay alike."""
+    from test_subagent import run_until_killed
+
+    url = f"sqlite:///{tmp_path}/k.db"
+    run_until_killed(url, "boss", "after-child")
+
+    async def client(service: SessionService) -> tuple[TodoSessionsAgent, Conn]:
+        model = ScriptedModel([ScriptedResponse(text="Picking up where we were.")])
+        agent = TodoSessionsAgent(
+            service, model_factory=lambda: model, tools_factory=lambda: todo_tools(service)
+        )
+        conn = Conn()
+        agent.on_connect(conn)
+        agent.client_capabilities_json = {"subagents": {}}
+        await agent.initialize(protocol_version=1)
+        return agent, conn
+
+    def shown(conn: Conn) -> list[dict[str, Any]]:
+        skip = ("user_message_chunk", "session_info_update", "usage_update")
+        return [u for s, u in conn.updates if s == "boss" and u["sessionUpdate"] not in skip]
+
+    service = SessionService(SessionStore(url), strict=True)
+    (child,) = await service.store.children("boss")
+    assert child.status == "completed"
+    agent, conn = await client(service)
+    await agent.load_session(cwd=str(tmp_path), session_id="boss")
+    prompt = [Text("carry on")]
+    assert (await agent.prompt(session_id="boss", prompt=prompt)).stop_reason == "end_turn"
+    subs = [u for u in shown(conn) if u["sessionUpdate"] == "subagent_update"]
+    assert [u["sessionId"] for u in subs] == [child.id, child.id]
+    assert [u["state"] for u in subs] == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    repaired = [u for u in shown(conn) if u.get("status") == "failed"]
+    assert len(repaired) == 1  # the call itself is shown as the repair closed it
+    assert [c.status for c in await service.store.children("boss")] == ["completed"]
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded = await client(service)
+    await loader.load_session(cwd=str(tmp_path), session_id="boss")
+    resent = [u for u in shown(conn) if u["sessionUpdate"] != "plan"]  # a prompt resends it
+    assert [u for u in shown(loaded) if u["sessionUpdate"] != "plan"] == resent
+    await loader.aclose()
+    await service.aclose()

@@ -245,3 +245,64 @@ async def test_python_sdk_client_plans_config_auth_and_cancel(tmp_path: Path) ->
     kinds = [u["sessionUpdate"] for u in updates]
     assert "plan" not in kinds and "plan_update" in kinds and "plan_removed" in kinds
     assert not {"compaction_update", "subagent_update"} & set(kinds)  # not advertised
+
+
+class Quiet:
+    async def session_update(self, session_id: str, update: Any) -> None:
+        pass
+
+
+@needs_node
+@pytest.mark.parametrize("mode", ["everything", "nothing"])
+async def test_typescript_client_is_sent_a_compaction_made_elsewhere(
+    tmp_path: Path, mode: str
+) -> None:
+    """The TypeScript client has a session loaded; this test's process (another process on
+    the same store) compacts it: the client is sent it as it lands, before it prompts again,
+    every message valid for the SDK's schemas; the client's stream from its first load on is
+    what a replay sends afterwards (order, ids, content)."""
+    url = f"sqlite:///{tmp_path}/elsewhere.db"
+    project = tmp_path / "project"
+    project.mkdir()
+    service = SessionService(SessionStore(url), strict=True)
+    agent = make_agent(service, compaction=None)
+    agent.on_connect(Quiet())  # the session's first client, gone before the test's
+    sid = (await agent.new_session(cwd=str(project))).session_id
+    for text in ("first", "second"):
+        await agent.prompt(session_id=sid, prompt=[acp.text_block(text)])
+    await agent.aclose()
+    await service.aclose()
+    node = await asyncio.create_subprocess_exec(
+        "node", str(CLIENT / "elsewhere.mjs"), sys.executable, str(AGENT), url, str(project),
+        sid, mode, stdout=asyncio.subprocess.PIPE, env=_env(),
+    )  # fmt: skip
+    assert node.stdout is not None
+    ready = await asyncio.wait_for(node.stdout.readline(), 180)
+    assert ready.decode().strip() == "LOADED"
+    elsewhere = SessionService(SessionStore(url), strict=True)
+    (await elsewhere.resume(sid)).compact("summarised elsewhere")
+    await elsewhere.aclose()
+    out, _ = await asyncio.wait_for(node.communicate(), 180)
+    assert node.returncode == 0, out.decode(errors="replace")
+    report = json.loads(out.decode().strip().splitlines()[-1])
+    assert report["agentExit"] == 0 and report["errors"] == []
+    assert report["stop"] == "end_turn"
+    landed = of(report["landed"], sid)
+    summary = {"type": "text", "text": "summarised elsewhere"}
+    if mode == "everything":
+        assert report["checked"]["stable:compaction_summary_chunk"] > 0
+        assert [(u["sessionUpdate"], u.get("status")) for u in landed] == [
+            ("compaction_update", "in_progress"),
+            ("compaction_summary_chunk", None),
+            ("compaction_update", "completed"),
+        ]
+        assert landed[1]["content"] == summary
+        assert len({u["compactionId"] for u in landed}) == 1
+    else:
+        assert landed[0] == {
+            "sessionUpdate": "user_message_chunk",
+            "content": summary,
+            "messageId": landed[0]["messageId"],
+        }
+        assert not NEW_KINDS & {u["update"]["sessionUpdate"] for u in report["seen"]}
+    assert of(report["replayed"], sid, prompts=False) == of(report["seen"], sid, prompts=False)

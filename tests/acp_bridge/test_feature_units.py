@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from todo_sessions.acp.capabilities import ClientFeatures
 from todo_sessions.acp.compaction_updates import compaction_updates
 from todo_sessions.acp.plans import plan_operation
-from todo_sessions.acp.subagents import SubagentCalls
+from todo_sessions.acp.subagents import SubagentCalls, child_idle
 from todo_sessions.cli import main
 from todo_sessions.cli.acp import key_env_of
 from todo_sessions.core.envelope import SessionEvent
@@ -32,6 +32,25 @@ def test_client_features_from_json_or_the_sdk_model() -> None:
     assert ClientFeatures.of({"plan": None, "session": {"compaction": None}}) == ClientFeatures()
     model = acp.schema.ClientCapabilities(plan=acp.schema.PlanCapabilities())
     assert ClientFeatures.of(model) == ClientFeatures(plans=True)
+
+
+def test_a_childs_idle_state_from_its_last_turn() -> None:
+    def end(reason: dict[str, Any]) -> SessionEvent:
+        return event("turn/end", 9, {"turn": 1, "reason": reason})
+
+    assert child_idle(None) is None
+    assert child_idle(event("turn/start", 3, {"turn": 1})) is None  # still open
+    assert child_idle(end({"kind": "completed"})) == {"state": "idle", "stopReason": "end_turn"}
+    for kind in ("aborted", "interrupted"):
+        assert child_idle(end({"kind": kind}))["stopReason"] == "cancelled"  # type: ignore[index]
+    failed = child_idle(end({"kind": "error", "error": {"code": "X", "message": "boom"}}))
+    assert failed == {
+        "state": "idle",
+        "stopReason": "error",
+        "error": {"code": -32603, "message": "boom"},
+    }
+    maxed = child_idle(end({"kind": "max-tokens"}))  # a failed child for `children` too
+    assert maxed is not None and maxed["stopReason"] == "error"
 
 
 def test_plan_operations() -> None:

@@ -533,3 +533,241 @@ async def test_a_subagent_call_that_asks_permission_does_not_stall(tmp_path: Any
     assert subs == ["running", "idle"]
     await agent.aclose()
     await service.aclose()
+
+
+async def arrived(check: Any, what: str) -> None:
+    """Wait until ``check()`` holds (what is waited for arrives in the background)."""
+    for _ in range(3000):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never arrived: {what}")
+
+
+def compactions(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (u["sessionUpdate"], u.get("status", "chunk"))
+        for u in updates
+        if u["sessionUpdate"].startswith("compaction")
+    ]
+
+
+@pytest.mark.parametrize("capabilities", [EVERYTHING, {}], ids=["compaction", "legacy"])
+async def test_a_compaction_by_the_host_between_prompts_is_sent_live(
+    tmp_path: Any, capabilities: dict[str, Any]
+) -> None:
+    """The program embedding the agent compacts a session its client has open, between
+    prompts: the client is sent it as it lands (once stored), and one stored only when the
+    next prompt starts is sent before that prompt's own updates. A fresh client's replay is
+    the same stream (order, ids, content); a legacy client gets the summary message, as its
+    replay has it."""
+    url = f"sqlite:///{tmp_path}/h.db"
+    service = SessionService(SessionStore(url), strict=True, flush_interval=None)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = capabilities
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    for text in ("first", "second"):
+        await agent.prompt(session_id=sid, prompt=[Text(text)])
+    agent.service.get(sid).compact("what happened so far")  # the host, between prompts
+    await service.flush(sid)  # stored: the follower sees it
+    if capabilities:
+        done = ("compaction_update", "completed")
+        await arrived(lambda: done in compactions(conn.of(sid)), "the compaction")
+        assert compactions(conn.of(sid)) == [
+            ("compaction_update", "in_progress"),
+            ("compaction_summary_chunk", "chunk"),
+            ("compaction_update", "completed"),
+        ]
+    else:
+        summary = {"type": "text", "text": "what happened so far"}
+
+        def chunks() -> list[Any]:
+            return [
+                u["content"] for u in conn.of(sid) if u["sessionUpdate"] == "user_message_chunk"
+            ]
+
+        await arrived(lambda: summary in chunks(), "the summary message")
+        assert not NEW_KINDS & {u["sessionUpdate"] for u in conn.of(sid)}
+    shown = len(conn.of(sid))
+    agent.service.get(sid).compact("and then some more")  # not stored before the prompt
+    await agent.prompt(session_id=sid, prompt=[Text("third")])
+    third = conn.of(sid)[shown:]
+    answer = next(i for i, u in enumerate(third) if u["sessionUpdate"] == "agent_message_chunk")
+    if capabilities:  # the second compaction, whole, before the prompt's answer
+        assert len(compactions(third[:answer])) == 3 == len(compactions(third))
+    else:
+        assert third[0]["content"] == {"type": "text", "text": "and then some more"}
+    live = conn.of(sid, prompts=False)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, capabilities)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    assert loaded.of(sid, prompts=False) == live
+    if capabilities:
+        ids = list(dict.fromkeys(u["compactionId"] for u in live if "compactionId" in u))
+        assert len(ids) == 2
+    await loader.aclose()
+    await service.aclose()
+
+
+async def test_a_compaction_by_another_process_is_sent_live(
+    tmp_path: Any, shared_db_url: str
+) -> None:
+    """A session the client loaded (not live in this agent) is compacted by another process
+    on the same store (SQLite: the follower polls; PostgreSQL: it is notified): the client is
+    sent the compaction as it lands; prompting the session afterwards goes on from there; a
+    fresh client's replay is what the first one was sent."""
+    url = shared_db_url
+    service = SessionService(SessionStore(url), strict=True)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    for text in ("first", "second"):
+        await agent.prompt(session_id=sid, prompt=[Text(text)])
+    await agent.close_session(session_id=sid)
+    mark = len(conn.of(sid))
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    elsewhere = SessionService(SessionStore(url), strict=True)  # another process's
+    session = await elsewhere.resume(sid)
+    session.compact("summarised elsewhere")
+    await elsewhere.aclose()
+    done = ("compaction_update", "completed")
+    await arrived(lambda: done in compactions(conn.of(sid)[mark:]), "the compaction")
+    assert agent.service.live_ids() == []  # only followed
+    assert (await agent.prompt(session_id=sid, prompt=[Text("third")])).stop_reason == "end_turn"
+    seen = [u for u in conn.of(sid, prompts=False)[mark:]]
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    replay = loaded.of(sid, prompts=False)
+    assert replay == seen
+    (chunk,) = [u for u in replay if u["sessionUpdate"] == "compaction_summary_chunk"]
+    assert chunk["content"] == {"type": "text", "text": "summarised elsewhere"}
+    await loader.aclose()
+    await service.aclose()
+
+
+async def test_a_turn_another_process_runs_is_sent_live_with_its_child(tmp_path: Any) -> None:
+    """A session the client loaded is prompted by another process whose turn delegates to a
+    subagent: the client is sent the turn as it lands, the child announced, its traffic on
+    its own id, then idle; a fresh client's replay of the parent and of the child is what it
+    was sent."""
+    from scripted_agent import Director, SubagentTool
+
+    from todo_sessions.harness.loop import AgentLoop
+    from todo_sessions.harness.tools.registry import ToolRegistry
+    from todo_sessions.harness.tools.todo_write import TodoWriteTool
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    service = SessionService(SessionStore(url), strict=True)
+    agent = make_agent(service, compaction=None, follow_interval=0.01)
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    await agent.prompt(session_id=sid, prompt=[Text("first")])
+    await agent.close_session(session_id=sid)
+    mark = len(conn.sent)
+    await agent.load_session(cwd=str(tmp_path), session_id=sid)
+    elsewhere = SessionService(SessionStore(url), strict=True)  # another process's
+    tools = ToolRegistry()
+    tools.register(TodoWriteTool())
+    tools.register(SubagentTool(elsewhere))
+    session = await elsewhere.resume(sid)
+    loop = AgentLoop(session, Director("alpha"), tools)
+    assert (await loop.run_turn("delegate tests")).reason == "completed"
+    await elsewhere.aclose()
+
+    def subs() -> list[dict[str, Any]]:
+        return [u for s, u in conn.sent[mark:] if u["sessionUpdate"] == "subagent_update"]
+
+    await arrived(lambda: len(subs()) == 2, "the child's announcements")
+    (child,) = {u["sessionId"] for u in subs()}
+    assert [u["state"] for u in subs()] == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    at = [i for i, (s, u) in enumerate(conn.sent) if s == child]
+    marks = [i for i, (_, u) in enumerate(conn.sent) if u.get("sessionId") == child]
+    assert at and marks[0] < min(at) and max(at) < marks[1]  # announced, traffic, idle
+    seen = conn.of(sid)[len([u for s, u in conn.sent[:mark] if s == sid]) :]
+    seen_child = conn.of(child)
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=sid)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert loaded.of(sid) == seen
+    assert loaded.of(child) == seen_child
+    await loader.aclose()
+    await service.aclose()
+
+
+async def test_a_child_loaded_while_it_runs_is_sent_once(tmp_path: Any) -> None:
+    """The client loads a child session while the parent's prompt relays it: the load's
+    replay, then the child's updates from there on, each once (what a fresh replay of the
+    child sends), not again by the relay nor by the child's follower."""
+    subagent = pytest.importorskip("todo_sessions.harness.subagent")
+    from todo_sessions.acp.agent import TodoSessionsAgent
+    from todo_sessions.harness import ScriptedModel, ScriptedResponse
+    from todo_sessions.harness.tools.registry import ToolRegistry
+
+    model = ScriptedModel(
+        [
+            ScriptedResponse(tool_calls=[("subagent", {"task": "count"})]),
+            ScriptedResponse(text="counting " * 60, delay=0.01),  # the child: slow
+            ScriptedResponse(text="Counted."),
+        ]
+    )
+    url = f"sqlite:///{tmp_path}/l.db"
+    service = SessionService(SessionStore(url), strict=True)
+
+    def tools() -> ToolRegistry:
+        registry = ToolRegistry()
+        registry.register(subagent.SubagentTool(service))
+        return registry
+
+    agent = TodoSessionsAgent(
+        service, model_factory=lambda: model, tools_factory=tools, follow_interval=0.01
+    )
+    conn = FakeConn()
+    agent.on_connect(conn)
+    agent.client_capabilities_json = EVERYTHING
+    await agent.initialize(protocol_version=1)
+    sid = (await agent.new_session(cwd=str(tmp_path))).session_id
+    running = asyncio.create_task(agent.prompt(session_id=sid, prompt=[Text("go")]))
+    child = subagent.subagent_session_id(sid, "call_1_1")
+    await arrived(
+        lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in conn.of(child)),
+        "the child's first words",
+    )
+    mark = len(conn.of(child))
+    await agent.load_session(cwd=str(tmp_path), session_id=child)
+    assert (await running).stop_reason == "end_turn"
+    await asyncio.sleep(0.1)  # a follower's look at the child: nothing more to send
+    after = conn.of(child)[mark:]  # the relay may send more before the replay starts
+    replayed = [i for i, u in enumerate(after) if u["sessionUpdate"] == "user_message_chunk"]
+    seen = after[replayed[0] :]  # the replay (it starts with the child's task), then live
+    await agent.aclose()
+    await service.aclose()
+
+    service = SessionService(SessionStore(url), strict=True)
+    loader, loaded, _ = await connect(service, EVERYTHING)
+    await loader.load_session(cwd=str(tmp_path), session_id=child)
+    assert seen == loaded.of(child)
+    await loader.aclose()
+    await service.aclose()

@@ -18,10 +18,12 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   interrupted last turn under the service's lease); ``close_session`` flushes it and gives
   the lease back; ``delete_session`` deletes it through `SessionStore.delete`;
   ``fork_session`` forks it at the end of its log (or at its last closed turn).
-- Every session the client has open (new, loaded, resumed, prompted) is followed in the
-  store: a ``session/meta`` event that changes its title or tags, appended by this agent or
-  by any other process, is sent as a ``session_info_update``. After each turn a
-  ``usage_update`` is sent.
+- Every session the client has open has a view (`todo_sessions.acp.views`): what it was
+  shown. Each session it has open (loaded, resumed, prompted) is followed in the store
+  (`todo_sessions.acp.following`): events others append (the host program's
+  `Session.compact` between prompts, another process) are sent as they land, and at the
+  latest before anything else a prompt sends; a ``session/meta`` event that changes its
+  title or tags is sent as a ``session_info_update``. After each turn, a ``usage_update``.
 - What the client advertised in ``initialize`` (`ClientFeatures`) chooses the newer updates
   it is sent (`todo_sessions.acp.presenter`): ``plan_update``/``plan_removed`` instead of the
   legacy ``plan``, ``compaction_update``, ``subagent_update`` with the children's own
@@ -34,10 +36,9 @@ See docs/design.md, "ACP bridge", and README.md, "ACP".
   (`todo_sessions.acp.connection`).
 - At the start of each prompt an unfinished todo list is sent again as a plan (editors hide
   completed entries when a turn starts).
-- Live updates and replays go through a `Presenter` each (an `UpdateMapper` inside), so the
-  live stream of a turn and its replay are the same updates with the same ids. When the first
-  prompt takes over a session whose last turn was interrupted, the repair's events (results
-  of the calls left open, ``turn/end``) are streamed before the turn's own updates.
+- Live updates and replays go through a `Presenter` each (an `UpdateMapper` inside): the
+  same updates with the same ids. The repair of an interrupted last turn (results of the
+  calls left open, ``turn/end``) is streamed before the next turn's own updates.
 - ``serve`` puts `GuardedStdioTransport` in front of the SDK's connection: a malformed line
   is answered with the JSON-RPC error it deserves and the agent keeps running.
 - A tool whose ``requires_permission`` attribute is true runs only after the client allowed it
@@ -79,10 +80,12 @@ from .mapping import SessionUpdate
 from .permissions import PermissionGate
 from .presenter import Presenter
 from .prompting import TurnForwarder
+from .relay import ChildRelay, settled
 from .replay import Replay, child_ids, read_pages, send_page
 from .session_list import list_page, title_of
 from .session_ops import delete_session, fork_session
 from .usage import UsageTally, context_window
+from .views import View
 
 __all__ = ["LIST_PAGE_SIZE", "TodoSessionsAgent", "serve"]
 
@@ -153,12 +156,12 @@ class TodoSessionsAgent:
         self._prompt_done: dict[str, asyncio.Event] = {}
         """Per session: set when the running prompt has answered."""
         self._session_loops: dict[str, AgentLoop] = {}
-        self._mappers: dict[str, Presenter] = {}
-        """Per live session: what this agent's client was shown so far."""
-        self._backlog: dict[str, list[SessionEvent]] = {}
-        """Per live session: events appended on resume (crash repair), not sent yet."""
-        self._followers = Followers(self._announce)
-        """Per session the client has open: the task following its log (``session/meta``)."""
+        self._views: dict[str, View] = {}
+        """Per session the client has open: what it was shown so far (`View`)."""
+        self._relays: dict[str, ChildRelay] = {}
+        """Per view caught up between prompts: the relay of the children it announces."""
+        self._followers = Followers(self._announce, self._wake)
+        """Per session the client has open: the task following its log."""
         self._usage: dict[str, UsageTally] = {}
         """Per open session whose usage is known here: the running total."""
         self.features = ClientFeatures()
@@ -183,6 +186,8 @@ class TodoSessionsAgent:
         """Stop following the open sessions (the service stays the caller's)."""
         for session_id in self._followers.ids():
             await self._followers.unfollow(session_id)
+        for session_id in list(self._relays):
+            await self._relays.pop(session_id).aclose()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -216,7 +221,7 @@ class TodoSessionsAgent:
     async def new_session(self, cwd: str, **_: Any) -> _sdk.NewSessionResponse:
         with client_errors():
             session = await self.service.new(cwd=cwd, origin="acp")
-        self._mappers[session.id] = self._mapper()
+        self._views[session.id] = View(self._mapper(), session.next_seq)
         self._usage[session.id] = UsageTally()
         current = self._model_of[session.id] = self.models.default
         return _sdk.NewSessionResponse(
@@ -238,18 +243,19 @@ class TodoSessionsAgent:
     async def _live(self, session_id: str) -> Session:
         """The session, owned live by this agent (resumed, and so repaired, if need be).
 
-        What the client could have seen is read from the store: the mapper is primed with the
-        events of the last turn when that turn is open (the rest of the log has no call left
-        to show a result of), and the events the repair appends on resume (the closers of an
-        interrupted turn) are kept in ``_backlog`` for the next prompt to stream first.
+        A session the client has a view of (loaded, or open before) keeps it: what the repair
+        appends on resume (the closers of an interrupted turn) is shown by the next catch-up.
+        For another, what the client could have seen is read from the store: its view is
+        primed with the events of the last turn when that turn is open (the rest of the log
+        has no call left to show a result of) and shows the repair's events, if any, next.
         """
         if session_id in self.service.live_ids():
             session = self.service.get(session_id)
-            if session_id not in self._mappers:  # made live by someone else: assume all seen
+            if session_id not in self._views:  # made live by someone else: assume all seen
                 await self.service.flush(session_id)
                 start = await self._open_turn(session_id)
                 tail = [] if start is None else await self._read(session_id, start)
-                self._prime(session_id, tail)
+                self._prime(session_id, tail, session.next_seq)
             return session
         start = await self._open_turn(session_id)
         tail = [] if start is None else await self._read(session_id, start)
@@ -258,9 +264,9 @@ class TodoSessionsAgent:
                 session = await self.service.resume(session_id)
         except SessionExistsError:  # resumed concurrently by another request
             return await self._live(session_id)
-        self._prime(session_id, tail)
-        if start is not None:  # the repair's closers (and anything appended meanwhile)
-            self._backlog[session_id] = await self._read(session_id, start + len(tail))
+        if session_id not in self._views:
+            shown = session.next_seq if start is None else start + len(tail)
+            self._prime(session_id, tail, shown)
         return session
 
     async def _open_turn(self, session_id: str) -> int | None:
@@ -274,10 +280,11 @@ class TodoSessionsAgent:
         with client_errors(session_id):
             return await self.service.store.read_from(session_id, from_seq)
 
-    def _prime(self, session_id: str, events: Sequence[SessionEvent]) -> None:
-        mapper = self._mappers[session_id] = self._mapper()
+    def _prime(self, session_id: str, events: Sequence[SessionEvent], next_seq: int) -> None:
+        presenter = self._mapper()
         for event in events:
-            mapper.feed(event)
+            presenter.feed(event)
+        self._views[session_id] = View(presenter, next_seq)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> _sdk.LoadSessionResponse:
         """Replay the stored log, page by page. Loading only reads: another process may be
@@ -295,16 +302,24 @@ class TodoSessionsAgent:
             self.features, present_call=self._tools.present_call, children=children
         )
         replay = Replay(presenter, summary.title)
-        with client_errors(session_id):
-            pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
-            async with contextlib.aclosing(pages) as reading:
-                async for page in reading:
-                    await send_page(self._conn, session_id, replay.page(page))
+        view = self._views.setdefault(session_id, View(presenter, 0))
+        async with view.lock:  # the client's view of the session starts again
+            with client_errors(session_id):
+                pages = read_pages(self.service.store, session_id, _REPLAY_PAGE)
+                async with contextlib.aclosing(pages) as reading:
+                    async for page in reading:
+                        updates = [await settled(self.service, u) for u in replay.page(page)]
+                        await send_page(self._conn, session_id, updates)
+            view.presenter, view.next_seq = presenter.live(), replay.next_seq
+            relay = self._relays.pop(session_id, None)
+            if relay is not None:
+                await relay.aclose()
+            await self._catch_up(session_id, view, replay.tally)  # appended meanwhile
         await self._send_info(session_id, summary, replay.title)
         await self._send(session_id, replay.tally.update())
         if session_id not in self.service.live_ids():
             self._usage[session_id] = replay.tally
-        self._follow(session_id, replay.next_seq)
+        self._follow(session_id, view.next_seq)
         current = self._current_model(session_id, summary)
         return _sdk.LoadSessionResponse(config_options=self.models.options(current))
 
@@ -357,7 +372,10 @@ class TodoSessionsAgent:
         await self._followers.unfollow(session_id)
         if session_id in self.service.live_ids():
             await self.service.close(session_id)
-        for held in (self._mappers, self._backlog, self._session_loops, self._always, self._usage):
+        relay = self._relays.pop(session_id, None)
+        if relay is not None:
+            await relay.aclose()
+        for held in (self._views, self._session_loops, self._always, self._usage):
             held.pop(session_id, None)
         self._model_of.pop(session_id, None)
         self._loop_model.pop(session_id, None)
@@ -411,6 +429,13 @@ class TodoSessionsAgent:
     def _follow(self, session_id: str, from_seq: int) -> None:
         """Follow a session the client has open from ``from_seq`` (no-op if followed)."""
         self._followers.follow(self.service.store, session_id, from_seq, self.follow_interval)
+
+    async def _wake(self, session_id: str, seq: int) -> None:
+        """The follower read event ``seq``: show what the client was not shown yet."""
+        await turns.wake(self, session_id, seq)
+
+    async def _catch_up(self, session_id: str, view: View, tally: UsageTally | None) -> None:
+        await turns.catch_up(self, session_id, view, tally)
 
     async def _announce(self, session_id: str) -> None:
         """The session's title and tags changed: its ``session_info_update``."""

@@ -1,5 +1,7 @@
-"""Following the sessions a client has open: a ``session/meta`` event that changes a title or
-tags, appended by this agent or by any other process, is announced to the client."""
+"""Following the sessions a client has open in the store: each event stored, whoever appended
+it (this agent, the program that embeds it, any other process), wakes the session's view
+(`todo_sessions.acp.views`: what the client was not shown yet is sent, in log order), and a
+``session/meta`` event that changes a title or tags is announced to the client."""
 
 from __future__ import annotations
 
@@ -18,12 +20,17 @@ logger = logging.getLogger("todo_sessions.acp")
 Announce = Callable[[str], Awaitable[None]]
 """``announce(session_id)``: send the session's ``session_info_update``."""
 
+Wake = Callable[[str, int], Awaitable[None]]
+"""``wake(session_id, seq)``: the event ``seq`` of the session is stored."""
+
 
 class Followers:
-    """One task per followed session, each calling ``announce`` on a title or tags change."""
+    """One task per followed session, each calling ``wake`` for every event it reads and
+    ``announce`` on a title or tags change."""
 
-    def __init__(self, announce: Announce) -> None:
+    def __init__(self, announce: Announce, wake: Wake | None = None) -> None:
         self._announce = announce
+        self._wake = wake
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def __contains__(self, session_id: object) -> bool:
@@ -51,10 +58,13 @@ class Followers:
     async def _follow(
         self, store: SessionStore, session_id: str, from_seq: int, interval: float
     ) -> None:
-        """Announce each ``session/meta`` event that changes the title or tags, whoever
-        appended it; ends quietly when the session is deleted or the store closes."""
+        """Wake the view for each event and announce each ``session/meta`` event that
+        changes the title or tags, whoever appended it; ends quietly when the session is
+        deleted or the store closes."""
         try:
             async for event in store.follow(session_id, from_seq, poll_interval=interval):
+                if self._wake is not None:
+                    await self._wake(session_id, event.seq)
                 if event.type == META_TYPE and ("title" in event.data or "tags" in event.data):
                     await self._announce(session_id)
         except asyncio.CancelledError:

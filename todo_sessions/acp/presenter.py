@@ -67,6 +67,12 @@ class Presenter:
             wire = wire + self._subagents.updates(event, wire)
         return wire
 
+    def live(self) -> Presenter:
+        """This presenter, fed live from now on (a replay's: every child a call names is
+        announced, the relay holding back those never started). Returns itself."""
+        self._subagents.exists = None
+        return self
+
     def subagent_call(self, child_id: str) -> tuple[str, int] | None:
         """The call id and seq of the ``tool/call`` that announced ``child_id``, if any."""
         return self._subagents.calls.get(child_id)

@@ -12,8 +12,8 @@ from ..core.envelope import SessionEvent
 from ..core.types import TURN_END, USER_MESSAGE
 from ..harness.loop import TurnOutcome
 from . import _sdk
-from .presenter import Presenter
 from .usage import UsageTally
+from .views import View
 
 __all__ = ["TurnForwarder", "prompt_blocks", "prompt_response"]
 
@@ -55,24 +55,30 @@ def prompt_response(outcome: TurnOutcome, end: SessionEvent | None) -> _sdk.Prom
 
 class TurnForwarder:
     """Sends ``session``'s events to the client while a turn runs, in log order, through
-    ``mapper`` (and ``tally``, the usage, when known); the client's own prompt is not sent
-    back. Used as ``async with``: on exit every event appended meanwhile has been sent."""
+    ``view`` (and ``tally``, the usage, when known); the client's own prompt is not sent
+    back, and an event the view has shown already is skipped. Used as ``async with``: on
+    exit every event appended meanwhile has been sent."""
 
     def __init__(
         self,
         session: Session,
-        mapper: Presenter,
+        view: View,
         tally: UsageTally | None,
         send: Callable[[dict[str, Any]], Awaitable[None]],
+        *,
+        before: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """``before``: awaited on entry, once subscribed and before the first event is sent
+        (what it shows of the log, the forwarder skips)."""
         self.queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
         """The events not yet sent (``join`` it to wait until the client was shown them)."""
         self.end: SessionEvent | None = None
         """The turn's ``turn/end``, once appended."""
         self._session = session
-        self._mapper = mapper
+        self._view = view
         self._tally = tally
         self._send = send
+        self._before = before
         self._unsubscribe: Callable[[], None] | None = None
         self._sending: asyncio.Task[None] | None = None
 
@@ -82,19 +88,23 @@ class TurnForwarder:
             self.end = event
 
     async def _sender(self) -> None:
+        view = self._view
         while (event := await self.queue.get()) is not None:
             try:
-                if self._tally is not None:
-                    self._tally.feed(event)
-                updates = self._mapper.feed(event)
-                if event.type != USER_MESSAGE:  # the client shows its own prompt
-                    for update in updates:
-                        await self._send(update)
+                if event.seq >= view.next_seq:  # else shown by the catch-up before the turn
+                    echo = event.type != USER_MESSAGE  # the client shows its own prompt
+                    await view.show(event, self._send, self._tally, echo=echo)
             finally:
                 self.queue.task_done()
 
     async def __aenter__(self) -> TurnForwarder:
         self._unsubscribe = self._session.subscribe(self._forward)
+        if self._before is not None:
+            try:
+                await self._before()
+            except BaseException:
+                self._unsubscribe()
+                raise
         self._sending = asyncio.create_task(self._sender())
         return self
 

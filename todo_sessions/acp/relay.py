@@ -12,25 +12,32 @@ the child logged is sent. Announcement first, then the child's traffic, then idl
 A call names its child before the tool runs, and the tool may refuse it (no child is ever
 made): the announcement is held (and the parent's stream behind it, so the order stays the
 replay's) until the child exists or the call's result is logged; a call that made no child
-is announced neither running nor idle.
+is announced neither running nor idle. A child the client has open itself (it loaded it
+while it runs) is shown through its view (`todo_sessions.acp.views`): each event once, after
+the load's replay, whichever of the relay and the child's follower gets there first.
+
+A child's idle ``cancelled`` (its call cancelled, or closed by the crash repair) is settled
+from the child's own log before it is sent (`settled`), live as in a replay.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .._service import SessionService
 from ..core.envelope import SessionEvent
-from ..core.types import TOOL_RESULT, TURN_END
+from ..core.types import TOOL_RESULT, TURN_END, TURN_START
 from ..errors import TodoSessionsError
 from .capabilities import ClientFeatures
 from .presenter import Presenter
 from .shown import PresentCall
+from .subagents import child_idle
+from .views import View, events_from
 
-__all__ = ["ChildRelay"]
+__all__ = ["ChildRelay", "settled"]
 
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``send(session_id, wire_update)``: one ``session/update`` to the client."""
@@ -61,12 +68,15 @@ class ChildRelay:
         send: Send,
         parent: Presenter | None = None,
         asking: Callable[[str, str], bool] | None = None,
+        views: Mapping[str, View] | None = None,
     ) -> None:
         """``parent``: the presenter of the prompt's session (it knows which call named each
         child it announces); ``asking(session_id, call_id)``: whether the client is being
         asked to allow that call (it may run: announced at once, the client's answer needs
-        the stream to move on)."""
+        the stream to move on); ``views``: the sessions the client has open (a child it
+        loaded while it runs is shown through its view, so each event once)."""
         self._service = service
+        self._views = views
         self._parent = parent
         self._asking = asking
         self._unstarted: set[str] = set()
@@ -92,6 +102,7 @@ class ChildRelay:
                 self._unstarted.discard(child_id)
                 return
             await self.finish(child_id)
+            update = await settled(self._service, update)
         await self._send(session_id, update)
         if state == "running" and child_id not in self._children:
             child = self._children[child_id] = _Child(
@@ -169,6 +180,15 @@ class ChildRelay:
                 unsubscribe()
 
     async def _drain(self, child_id: str, child: _Child) -> None:
+        view = None if self._views is None else self._views.get(child_id)
+        if view is not None:  # the client opened the child: what its view has not shown
+
+            async def send(update: dict[str, Any]) -> None:
+                await self.send(child_id, update)
+
+            async with view.lock:
+                await view.catch_up(self._service, child_id, send, None)
+            return
         for event in await self._events(child_id, child.next_seq):
             child.next_seq = event.seq + 1
             for update in child.presenter.feed(event):
@@ -176,16 +196,25 @@ class ChildRelay:
 
     async def _events(self, child_id: str, from_seq: int) -> list[SessionEvent]:
         """The child's events from ``from_seq``: held by the live session, else stored."""
-        service = self._service
+        return await events_from(self._service, child_id, from_seq)
+
+
+async def settled(service: SessionService, update: dict[str, Any]) -> dict[str, Any]:
+    """``update``, or, when it announces a child idle ``cancelled``, the idle state the
+    child's own log says (`child_idle`: a child that completed before its call was cancelled
+    or repaired is ``end_turn``); unchanged while the child's last turn is open."""
+    state = update.get("state") if update.get("sessionUpdate") == "subagent_update" else None
+    if not isinstance(state, dict) or state.get("stopReason") != "cancelled":
+        return update
+    child_id = update["sessionId"]
+    try:
         if child_id in service.live_ids():
-            session = service.get(child_id)
-            if from_seq >= session.first_held_seq:
-                return session.events_from(from_seq)
             await service.flush(child_id)
-        try:
-            return await service.store.read_from(child_id, from_seq)
-        except TodoSessionsError:  # not created yet, or gone
-            return []
+        last = await service.store.latest_event(child_id, TURN_START, TURN_END)
+    except TodoSessionsError:  # gone
+        return update
+    idle = child_idle(last)
+    return update if idle is None else {**update, "state": idle}
 
 
 def _closes(event: SessionEvent, call_id: str) -> bool:

@@ -5,9 +5,13 @@ A ``subagent`` tool call runs a child session; the parent's ``tool/call`` names 
 ``tool_call`` of such a call is followed by a ``subagent_update`` announcing the child (its
 session id, title, ``state`` running), and its ``tool_call_update`` by one saying it is idle
 with its stop reason: ``end_turn``, ``cancelled`` when the call was cancelled or never ran,
-else ``error`` with the result's text. Live and on replay alike (the announcement keeps its
-place in the parent's log); the child's own updates go on the child's session id
-(`todo_sessions.acp.relay`).
+else ``error`` with the result's text. A call cancelled or closed by the crash repair does not
+know how its child ended: its ``cancelled`` is then settled from the child's own log
+(`child_idle` of its last ``turn/end``, the same end `SessionStore.children` reads), so a
+child that completed before its parent was killed is announced ``end_turn`` (by the caller,
+`todo_sessions.acp.relay.settled`: it reads the child's log). Live and on replay alike (the
+announcement keeps its place in the parent's log); the child's own updates go on the child's
+session id (`todo_sessions.acp.relay`).
 
 A call the tool refused (or that never ran) started no child: it is announced neither
 running nor idle. A replay is told which children exist (``exists``); live, the relay holds
@@ -22,9 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.envelope import SessionEvent
-from ..core.types import TOOL_CALL, TOOL_RESULT
+from ..core.types import TOOL_CALL, TOOL_RESULT, TURN_END
 
-__all__ = ["CANCELLED_CODES", "SubagentCalls", "child_of"]
+__all__ = ["CANCELLED_CODES", "SubagentCalls", "child_idle", "child_of"]
 
 CANCELLED_CODES = frozenset(("TOOL_CANCELLED", "TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"))
 """Result error codes of a call that was cancelled or never ran (or whose end is unknown)."""
@@ -77,6 +81,25 @@ def _idle(data: dict[str, Any], failed: bool) -> dict[str, Any]:
             "error": {"code": -32603, "message": message},
         }
     return {"state": "idle", "stopReason": "end_turn"}
+
+
+def child_idle(last: SessionEvent | None) -> dict[str, Any] | None:
+    """The idle state a child's own last ``turn/start`` or ``turn/end`` says: None while its
+    last turn is open; ``end_turn`` for a completed turn, ``cancelled`` for an aborted or
+    interrupted one, else ``error`` with the turn's error (as `SessionStore.children` counts
+    completed, aborted, interrupted and failed)."""
+    if last is None or last.type != TURN_END:
+        return None
+    reason = last.data.get("reason")
+    kind = reason.get("kind") if isinstance(reason, dict) else None
+    if kind == "completed":
+        return {"state": "idle", "stopReason": "end_turn"}
+    if kind in ("aborted", "interrupted"):
+        return {"state": "idle", "stopReason": "cancelled"}
+    error = reason.get("error") if isinstance(reason, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = message if isinstance(message, str) and message else "the subagent failed"
+    return {"state": "idle", "stopReason": "error", "error": {"code": -32603, "message": text}}
 
 
 class SubagentCalls:

@@ -1,8 +1,10 @@
 """``session/prompt``: the turn half of `TodoSessionsAgent` (functions of the agent).
 
 A prompt runs one turn through the session's `AgentLoop` (one per live session and model)
-and streams each appended event to the client through the session's `Presenter`, in log
-order, while the turn runs; children the turn announces are relayed (`ChildRelay`). It
+and streams each appended event to the client through the session's `View`, in log order,
+while the turn runs; children the turn announces are relayed (`ChildRelay`). It holds the
+view from before its first update to after its last: it first shows what the client was not
+shown yet (the crash repair's closers, what others appended since), and again at the end. It
 answers with the turn's stop reason once every update has been sent.
 """
 
@@ -20,11 +22,13 @@ from .client_errors import client_errors
 from .permissions import ask_client
 from .prompting import TurnForwarder, prompt_blocks, prompt_response
 from .relay import ChildRelay
+from .usage import UsageTally
+from .views import View
 
 if TYPE_CHECKING:
     from .agent import TodoSessionsAgent
 
-__all__ = ["ask_permission", "prompt"]
+__all__ = ["ask_permission", "catch_up", "prompt", "wake"]
 
 
 async def prompt(
@@ -61,9 +65,8 @@ async def _prompt(
         done.set()
     if session_id in agent.service.live_ids():
         await agent._send_usage(session_id)
-        if session_id not in agent._followers:
-            await agent.service.flush(session_id)
-            agent._follow(session_id, session.next_seq)
+        if session_id not in agent._followers and session_id in agent._views:
+            agent._follow(session_id, agent._views[session_id].next_seq)
     return response
 
 
@@ -96,31 +99,39 @@ async def _run_prompt(
     agent: TodoSessionsAgent, session: Session, loop: AgentLoop, prompt: list[Any]
 ) -> _sdk.PromptResponse:
     session_id = session.id
-    mapper = agent._mappers[session_id]
+    view = agent._views[session_id]
+    tally = agent._usage.get(session_id)
     relay = ChildRelay(
         agent.service,
         agent.features,
         agent._tools.present_call,
         agent._send,
-        parent=mapper,
+        parent=view.presenter,
         asking=lambda sid, call_id: (sid, call_id) in agent._asking,
+        views=agent._views,
     )
-    for event in agent._backlog.pop(session_id, ()):  # the repair, before the turn
-        for update in mapper.feed(event):
-            await relay.send(session_id, update)
-    todos = session.todos
-    if todos and any(t.status != "completed" for t in todos):
-        await agent._send(session_id, mapper.plan(todos))
 
     async def send(update: dict[str, Any]) -> None:
         await relay.send(session_id, update)
 
-    forwarder = TurnForwarder(session, mapper, agent._usage.get(session_id), send)
+    async def catch_up() -> None:
+        """What the client was not shown yet (the repair's closers, what others appended)."""
+        await view.catch_up(agent.service, session_id, send, tally)
+
+    async def start() -> None:
+        await catch_up()
+        todos = session.todos
+        if todos and any(t.status != "completed" for t in todos):
+            await agent._send(session_id, view.presenter.plan(todos))
+
+    forwarder = TurnForwarder(session, view, tally, send, before=start)
     agent._forwarders[session_id] = forwarder
     try:
-        async with forwarder:
-            with client_errors():
-                outcome = await _run_turn(agent, session_id, loop, prompt)
+        async with view.lock:
+            async with forwarder:
+                with client_errors():
+                    outcome = await _run_turn(agent, session_id, loop, prompt)
+            await catch_up()  # appended after the turn's end, before the lock goes
     finally:
         agent._forwarders.pop(session_id, None)
         await relay.aclose()
@@ -162,3 +173,41 @@ async def _run_turn(
     if session_id in agent._cancel_asked:
         loop.cancel()
     return await running
+
+
+async def wake(agent: TodoSessionsAgent, session_id: str, seq: int) -> None:
+    """The follower read event ``seq`` of a session the client has open: show what the
+    client was not shown yet, unless a prompt or a replay is showing the session (it
+    catches up before it lets go)."""
+    view = agent._views.get(session_id)
+    if view is None or seq < view.next_seq:
+        return
+    if view.lock.locked():
+        view.missed = True
+        return
+    async with view.lock:
+        await catch_up(agent, session_id, view, agent._usage.get(session_id))
+
+
+async def catch_up(
+    agent: TodoSessionsAgent, session_id: str, view: View, tally: UsageTally | None
+) -> None:
+    """`View.catch_up` outside a prompt, the children it announces relayed (by the view's
+    relay, kept until the session is closed or loaded again). Call it holding the lock."""
+    relay = agent._relays.get(session_id)
+    if relay is None:
+        present_call = agent._tools.present_call
+        relay = ChildRelay(
+            agent.service,
+            agent.features,
+            present_call,
+            agent._send,
+            view.presenter,
+            views=agent._views,
+        )
+        agent._relays[session_id] = relay
+
+    async def send(update: dict[str, Any]) -> None:
+        await relay.send(session_id, update)
+
+    await view.catch_up(agent.service, session_id, send, tally)
