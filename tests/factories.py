@@ -127,4 +127,4 @@ async def tamper(store: SessionStore, *statements: str) -> None:
 async def recorder_of(store: SessionStore) -> Recorder:
     """The store's recorder (opened), for the named operations of the recorder contract that
     `SessionStore` has no public twin of (the index's rows, its pending mark)."""
-    return await store._ready()
+    return await store._core.ready()

@@ -68,7 +68,7 @@ class HeldWriter:
 
 async def queued(store: SessionStore, count: int) -> None:
     """Wait until ``count`` jobs wait for the writer thread."""
-    jobs = store._recorder._writer._jobs  # type: ignore[union-attr]
+    jobs = store._core.recorder._writer._jobs  # type: ignore[union-attr]
     for _ in range(500):
         if jobs.qsize() >= count:
             return
@@ -284,7 +284,7 @@ async def test_an_append_behind_a_close_is_refused_and_opens_nothing(tmp_path: P
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
-        writer = store._recorder._writer  # type: ignore[union-attr]
+        writer = store._core.recorder._writer  # type: ignore[union-attr]
         await writer.call(close_writer, writer)  # the racing close got this far
         with pytest.raises(StoreError, match="closed before this could run"):
             await store.append("s", turn(6, 2))
@@ -298,7 +298,7 @@ async def test_jobs_queued_behind_the_stop_are_refused_not_left_waiting(tmp_path
     from todo_sessions.store.sqlite.writer import Writer, noop
 
     async with SessionStore(tmp_path / "s.db") as store:
-        recorder: Any = store._recorder
+        recorder: Any = store._core.recorder
         writer = Writer(recorder._target, recorder._options, recorder._sql.append)
         await writer.call(noop)
         late: asyncio.Future[None] = asyncio.get_running_loop().create_future()

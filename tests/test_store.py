@@ -362,7 +362,7 @@ async def test_follow_yields_stored_then_new_events_and_releases_on_close(
     assert (await asyncio.wait_for(pending, 5)).seq == 6
     assert (await anext(tail)).seq == 7
     await tail.aclose()
-    engine = getattr(store._recorder, "_engine", None)  # PostgreSQL: the pooled engine
+    engine = getattr(store._core.recorder, "_engine", None)  # PostgreSQL: the pooled engine
     if engine is not None:
         assert engine.pool.checkedout() == 0
     with pytest.raises(SessionNotFoundError):

@@ -22,6 +22,6 @@ async def run_maintenance(
 ) -> T:
     """Run ``fn(sync SQLAlchemy connection)`` in one transaction on ``store``'s database (on
     SQLite on its writer thread, ``write`` under the write lock), opening the store first."""
-    recorder = await store._backend()
+    recorder = await store._core.ready()
     with translate_errors("running a maintenance function"):
         return await recorder.run_maintenance(fn, write=write)
