@@ -48,10 +48,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from factories import raw_sql
 from sqlalchemy.engine import make_url
 
 from todo_sessions import SessionStore
-from todo_sessions.store.maintenance import run_maintenance
 
 PG_ENV = "TODO_SESSIONS_PG_URL"
 PGBOUNCER_ENV = "TODO_SESSIONS_PGBOUNCER_URL"
@@ -146,7 +146,7 @@ async def _empty_pg(url: str) -> None:
             conn.execute(tables.sessions.delete())
             conn.execute(tables.session_leases.delete())
 
-        await run_maintenance(store, empty, write=True)
+        await raw_sql(url, empty)
 
 
 def through_pgbouncer(pg_url: str) -> str:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
-from typing import Any
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
+import pytest
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from todo_sessions import Message, SessionEvent, SessionHeader, SessionStore
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.recorder import Recorder
+
+T = TypeVar("T")
 
 T0 = 1_764_000_000_000
 
@@ -121,10 +127,50 @@ async def tamper(store: SessionStore, *statements: str) -> None:
         for statement in statements:
             conn.execute(text(in_namespace(store, statement)))
 
-    await run_maintenance(store, run, write=True)
+    await raw_sql(store, run)
+
+
+async def raw_sql(at: SessionStore | str, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(connection)`` in one transaction on the database of ``at`` (a store, or its URL)
+    through an engine of the test's own, never a connection of the store's: raw access, as
+    anyone holding the database's credentials has it, for what the store never does (tamper
+    with rows, drop a trigger) or never shows (stored column values). An SQLite connection
+    gets ``foreign_keys=ON``, as the store's own have. An in-memory SQLite database has no
+    connection but its store's: the test is skipped there."""
+    url = at if isinstance(at, str) else at.url
+    parsed = make_url(url if "://" in url else f"sqlite:///{url}")  # or a plain path
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            pytest.skip("an in-memory SQLite database has no connection but its store's")
+        engine = create_engine(f"sqlite:///{parsed.database}", poolclass=NullPool)
+        event.listen(engine, "connect", lambda conn, _: conn.execute("PRAGMA foreign_keys = ON"))
+
+        def run() -> T:
+            try:
+                with engine.begin() as conn:
+                    return fn(conn)
+            finally:
+                engine.dispose()
+
+        return await asyncio.to_thread(run)
+    if parsed.password == "***":
+        raise ValueError(f"{url}: the password is masked; give raw_sql the database's URL")
+    server = create_async_engine(
+        parsed.set(drivername="postgresql+asyncpg", query={}),
+        poolclass=NullPool,
+        connect_args={  # PgBouncer in transaction mode: no statement outlives its transaction
+            "statement_cache_size": 0,
+            "prepared_statement_name_func": lambda: f"__raw_{uuid.uuid4().hex}__",
+        },
+    )
+    try:
+        async with server.begin() as conn:
+            return await conn.run_sync(fn)
+    finally:
+        await server.dispose()
 
 
 async def recorder_of(store: SessionStore) -> Recorder:
     """The store's recorder (opened), for the named operations of the recorder contract that
     `SessionStore` has no public twin of (the index's rows, its pending mark)."""
-    return await store._ready()
+    return await store._core.ready()

@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from factories import chain_literal, header, in_namespace, tamper, turn
+from factories import chain_literal, header, in_namespace, raw_sql, tamper, turn
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from todo_sessions import (
     CorruptSessionError,
     SchemaError,
     SessionEvent,
     SessionStore,
-    StoreError,
     migrate,
     verify_all,
     verify_session,
@@ -43,7 +43,6 @@ from todo_sessions._jsonl import (
 from todo_sessions.cli import main
 from todo_sessions.core.chain import chain_values, derive_key, event_text, genesis, link
 from todo_sessions.store.codec import event_row, header_row
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked
 
 
@@ -70,7 +69,7 @@ async def stored_chain(store: SessionStore, sid: str = "s") -> list[tuple[int, s
         assert all(v is None or (type(v) is bytes and len(v) == 32) for _, v in found), found
         return [(seq, None if v is None else v.hex()) for seq, v in found]
 
-    return await run_maintenance(store, read, write=False)
+    return await raw_sql(store, read)
 
 
 def chain_problems(problems: list[Any]) -> list[int | None]:
@@ -400,8 +399,8 @@ async def test_a_raw_delete_of_a_session_with_events_is_refused(store: SessionSt
     def delete(conn: Connection) -> None:
         conn.execute(text(in_namespace(store, "DELETE FROM sessions WHERE id = 's'")))
 
-    with pytest.raises(StoreError, match="keeps them"):
-        await run_maintenance(store, delete, write=True)
+    with pytest.raises(DBAPIError, match="keeps them"):
+        await raw_sql(store, delete)
     assert await store.count("s") == 13
     assert await verify_session(store, "s") == []
     if store.dialect == "postgresql":
@@ -409,8 +408,8 @@ async def test_a_raw_delete_of_a_session_with_events_is_refused(store: SessionSt
         def truncate(conn: Connection) -> None:
             conn.execute(text(in_namespace(store, "TRUNCATE sessions CASCADE")))
 
-        with pytest.raises(StoreError, match="append-only"):
-            await run_maintenance(store, truncate, write=True)
+        with pytest.raises(DBAPIError, match="append-only"):
+            await raw_sql(store, truncate)
         assert await store.count("s") == 13
 
 
@@ -427,7 +426,7 @@ async def test_the_store_still_deletes_a_session_and_all_it_has(store: SessionSt
         sql = "SELECT COUNT(*) FROM session_events WHERE session_id = 's'"
         return int(conn.execute(text(in_namespace(store, sql))).scalar_one())
 
-    assert await run_maintenance(store, left, write=False) == 0
+    assert await raw_sql(store, left) == 0
     assert await store.count("other") == 13 and await store.chain_break("other") is None
     await two_turns(store)  # the id can be used again, chained afresh
     assert await store.chain_break("s") is None

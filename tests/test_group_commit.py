@@ -1,7 +1,7 @@
 """SQLite group commit: appends that wait for the writer are committed together, each on its own.
 
-See docs/design.md, "Backends". The writer thread is held busy (a maintenance call that waits
-on an event) while appends queue up behind it; released, they form one group: one BEGIN
+See docs/design.md, "Backends". The writer thread is held busy (a call on it that waits on an
+event) while appends queue up behind it; released, they form one group: one BEGIN
 IMMEDIATE, one savepoint per append, one COMMIT.
 """
 
@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import T0, chunks, header, turn
-from sqlalchemy.engine import Connection
+from factories import T0, chunks, header, recorder_of, turn
 
 from todo_sessions import (
     InvalidEventError,
@@ -30,7 +30,6 @@ from todo_sessions import (
     SessionStore,
     StoreError,
 )
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.sqlite.readers import THREADS
 
 WORKER = Path(__file__).resolve().parent / "workers.py"
@@ -46,12 +45,12 @@ class HeldWriter:
         self._task: asyncio.Task[Any] | None = None
 
     async def hold(self) -> None:
-        def trace_and_wait(conn: Connection) -> None:
-            raw: Any = conn.connection.driver_connection
-            raw.set_trace_callback(self.statements.append)
+        def trace_and_wait(conn: sqlite3.Connection) -> None:  # the writer's own connection
+            conn.set_trace_callback(self.statements.append)
             self._gate.wait(30)
 
-        self._task = asyncio.create_task(run_maintenance(self.store, trace_and_wait))
+        writer = (await recorder_of(self.store))._writer  # type: ignore[attr-defined]
+        self._task = asyncio.create_task(writer.call(trace_and_wait))
         await asyncio.sleep(0.05)
 
     async def release(self) -> None:
@@ -60,15 +59,14 @@ class HeldWriter:
         await self._task
 
     def after_hold(self, prefix: str) -> int:
-        """How many statements starting with ``prefix`` ran from the first write on (the held
-        call's own read transaction comes before it)."""
+        """How many statements starting with ``prefix`` ran from the first write on."""
         first = self.statements.index("BEGIN IMMEDIATE")
         return sum(1 for s in self.statements[first:] if s.startswith(prefix))
 
 
 async def queued(store: SessionStore, count: int) -> None:
     """Wait until ``count`` jobs wait for the writer thread."""
-    jobs = store._recorder._writer._jobs  # type: ignore[union-attr]
+    jobs = store._core.recorder._writer._jobs  # type: ignore[union-attr]
     for _ in range(500):
         if jobs.qsize() >= count:
             return
@@ -284,7 +282,7 @@ async def test_an_append_behind_a_close_is_refused_and_opens_nothing(tmp_path: P
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
-        writer = store._recorder._writer  # type: ignore[union-attr]
+        writer = store._core.recorder._writer  # type: ignore[union-attr]
         await writer.call(close_writer, writer)  # the racing close got this far
         with pytest.raises(StoreError, match="closed before this could run"):
             await store.append("s", turn(6, 2))
@@ -298,7 +296,7 @@ async def test_jobs_queued_behind_the_stop_are_refused_not_left_waiting(tmp_path
     from todo_sessions.store.sqlite.writer import Writer, noop
 
     async with SessionStore(tmp_path / "s.db") as store:
-        recorder: Any = store._recorder
+        recorder: Any = store._core.recorder
         writer = Writer(recorder._target, recorder._options, recorder._sql.append)
         await writer.call(noop)
         late: asyncio.Future[None] = asyncio.get_running_loop().create_future()

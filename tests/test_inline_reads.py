@@ -192,7 +192,7 @@ async def test_no_inline_read_on_the_writer_s_thread(tmp_path: Path) -> None:
     """Never a read beside the writer's write transaction on its own thread."""
     store = await _seeded(tmp_path / "s.db")
     try:
-        recorder = store._recorder
+        recorder = store._core.recorder
         readers, writer = recorder._readers, recorder._writer  # type: ignore[union-attr]
 
         def from_writer_thread(conn: sqlite3.Connection) -> Any:
@@ -252,7 +252,7 @@ async def test_the_store_s_writer_waits_itself_and_gives_a_typed_error(tmp_path:
     async with SessionStore(path, busy_timeout_ms=200) as store:
         await store.create(header("s1"))
         await store.append("s1", turn(0))
-        writer = store._recorder._writer  # type: ignore[union-attr]
+        writer = store._core.recorder._writer  # type: ignore[union-attr]
         assert await writer.call(lambda c: c.execute("PRAGMA busy_timeout").fetchone()[0]) == 0
         holder = sqlite3.connect(path, isolation_level=None, timeout=0)
         holder.execute("BEGIN IMMEDIATE")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import T0, header, turn
+from factories import T0, header, raw_sql, turn
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from logs import build_plan, log_plans, rewritten_checkpoint
@@ -37,7 +37,6 @@ from todo_sessions.core.checkpoint import CHECKPOINT_FORMAT, fold
 from todo_sessions.core.repair import interrupted_turn_closers
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
-from todo_sessions.store.maintenance import run_maintenance
 
 HERE = Path(__file__).resolve().parent
 
@@ -229,7 +228,7 @@ async def _put_checkpoint(store: SessionStore, session_id: str, seq: int, text: 
             )
         )
 
-    await run_maintenance(store, put, write=True)
+    await raw_sql(store, put)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,6 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SchemaError, SessionStore, StoreError, migrate
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,
@@ -62,14 +61,12 @@ async def test_triggers_survive_and_go_with_the_schema(empty_url: str) -> None:
     await downgrade(empty_url, revision="base")
     await migrate(empty_url)
     async with SessionStore(empty_url) as store:
-        from factories import header, turn
+        from factories import header, raw_sql, turn
 
         await store.create(header("s"))
         await store.append("s", turn(0))
         with pytest.raises(Exception, match="append-only"):
-            await run_maintenance(
-                store, lambda c: c.execute(text("DELETE FROM session_events")), write=True
-            )
+            await raw_sql(empty_url, lambda c: c.execute(text("DELETE FROM session_events")))
 
 
 async def test_migrate_is_idempotent_and_leaves_host_tables_alone(empty_url: str) -> None:

@@ -198,10 +198,11 @@ async def test_until_reachable_retries_transient_errors_within_the_bound() -> No
 
 
 def test_several_hosts_wait_for_a_failover_by_default() -> None:
-    assert SessionStore("postgresql://u@a,b/db")._postgres.reconnect_timeout > 0
-    assert SessionStore("postgresql://u@a/db")._postgres.reconnect_timeout == 0
+    assert SessionStore("postgresql://u@a,b/db")._core.postgres.reconnect_timeout > 0
+    assert SessionStore("postgresql://u@a/db")._core.postgres.reconnect_timeout == 0
     assert (
-        SessionStore("postgresql://u@a,b/db", reconnect_timeout=3)._postgres.reconnect_timeout == 3
+        SessionStore("postgresql://u@a,b/db", reconnect_timeout=3)._core.postgres.reconnect_timeout
+        == 3
     )
     with pytest.raises(ValueError, match="reconnect_timeout"):
         SessionStore("postgresql://u@a/db", reconnect_timeout=-1)

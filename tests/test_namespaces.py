@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 from alembic import command
-from factories import T0, header, turn
+from factories import T0, header, raw_sql, turn
 from sqlalchemy import inspect, make_url, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from todo_sessions import (
     Namespace,
@@ -35,7 +36,6 @@ from todo_sessions import (
     SyncSessionStore,
     migrate,
 )
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import (
     alembic_config,
     current_revision,
@@ -300,8 +300,8 @@ async def test_the_triggers_name_their_tables_whatever_the_search_path(
             conn.execute(text("SET LOCAL search_path TO public"))
             conn.execute(text("DELETE FROM agent.session_events WHERE seq = 1"))
 
-        with pytest.raises(StoreError, match="append-only: delete the session instead"):
-            await run_maintenance(store, delete_one, write=True)
+        with pytest.raises(DBAPIError, match="append-only: delete the session instead"):
+            await raw_sql(url, delete_one)
         assert await store.count("s") == 6
 
 

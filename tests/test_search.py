@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import _fresh
+from factories import raw_sql
 from sqlalchemy import text
 
 from todo_sessions import SearchHit, SearchQueryError, SessionService, SessionStore, verify_session
@@ -19,7 +20,6 @@ from todo_sessions.core.search import KINDS, parse_query, snippet, to_fts5, to_t
 from todo_sessions.harness import AgentLoop, ScriptedModel, ScriptedResponse
 from todo_sessions.harness.tools import TodoWriteTool, ToolContext, ToolRegistry, ToolResult
 from todo_sessions.store import search as search_index
-from todo_sessions.store.maintenance import run_maintenance
 
 
 @pytest.fixture(params=["sqlite-file", "postgres"])
@@ -186,7 +186,7 @@ def test_the_parser_translates_to_both_backends() -> None:
 async def index_rows(store: SessionStore) -> list[tuple[Any, ...]]:
     table = store.namespace.name("search_text")
     name = table if store.namespace.schema is None else f'"{store.namespace.schema}".{table}'
-    return await run_maintenance(
+    return await raw_sql(
         store,
         lambda c: [
             tuple(r)

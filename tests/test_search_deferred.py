@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 from conftest import _fresh
-from factories import header, recorder_of, turn
+from factories import header, raw_sql, recorder_of, turn
 from index_child import word_of
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SessionStore, migrate, verify_session
 from todo_sessions.store.indexer import newest_pending
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, run_locked
 from todo_sessions.store.namespace import DEFAULT
 
@@ -117,8 +116,10 @@ async def test_the_appends_after_a_catch_up_still_commit_with_synchronous_full(
     search's catch-up and after an idle one."""
 
     async def synchronous(store: SessionStore) -> int:
-        return int(await run_maintenance(store, lambda c: c.exec_driver_sql(
-            "PRAGMA synchronous").scalar()))  # fmt: skip
+        # on the writer thread's own connection, where the appends commit (a raw connection of
+        # the test's would report its own setting)
+        writer = (await recorder_of(store))._writer  # type: ignore[attr-defined]
+        return int(await writer.call(lambda c: c.execute("PRAGMA synchronous").fetchone()[0]))
 
     async with SessionStore(tmp_path / "s.db", synchronous="FULL") as store:
         await store.create(header("full"))
@@ -126,10 +127,10 @@ async def test_the_appends_after_a_catch_up_still_commit_with_synchronous_full(
         assert await found_once(store, word_of("full", 0), "full", 1)
         assert await synchronous(store) == 2  # FULL
         await store.append("full", turn(6, text=word_of("full", 6)))
-        tables = store.namespace.tables
+        recorder = await recorder_of(store)
         for _ in range(100):
             await asyncio.sleep(0.3)
-            if await run_maintenance(store, lambda c: newest_pending(c, tables)) is None:
+            if await recorder.pending_index() is None:
                 break
         else:
             raise AssertionError("the index was never caught up")
@@ -238,7 +239,7 @@ async def test_revision_0011_upgrades_and_downgrades_with_appends_left_to_the_in
                 )
             )
 
-        await run_maintenance(store, left_to_the_index, write=True)
+        await raw_sql(empty_url, left_to_the_index)
     # the downgrade indexes what is pending (0010's appends expect a whole index), then drops
     await downgrade(empty_url, revision="0010")
     rows, names = await run_locked(empty_url, index_state)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from factories import T0, header, todo_write, turn, user_message
+from factories import T0, header, raw_sql, todo_write, turn, user_message
 from sqlalchemy import text
 
 from todo_sessions import (
@@ -30,7 +30,6 @@ from todo_sessions import (
 )
 from todo_sessions.cli import main
 from todo_sessions.core.meta import OPEN_STATUSES, fold_meta
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.migrate import downgrade, migrate
 
 
@@ -394,7 +393,7 @@ async def test_upgrade_fills_the_columns_from_the_logs(empty_url: str) -> None:
         def folded(conn: Any) -> list[Any]:
             return list(conn.execute(text("SELECT title_folded FROM sessions ORDER BY id")))
 
-        assert [r[0] for r in await run_maintenance(store, folded)] == ["plain", "meta title"]
+        assert [r[0] for r in await raw_sql(store, folded)] == ["plain", "meta title"]
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
-from factories import header, turn
+from factories import header, raw_sql, recorder_of, turn
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SessionStore, StoreBusyError
 from todo_sessions.store.engine import SQLiteOptions, parse_url
-from todo_sessions.store.maintenance import run_maintenance
 from todo_sessions.store.sqlite.driver import connect_sqlite
+
+T = TypeVar("T")
 
 
 def pragmas(conn: Connection) -> dict[str, Any]:
@@ -26,9 +28,18 @@ def pragmas(conn: Connection) -> dict[str, Any]:
     return {n: conn.execute(text(f"PRAGMA {n}")).scalar_one() for n in names}
 
 
+async def on_the_store(store: SessionStore, fn: Callable[[Connection], T], write: bool) -> T:
+    """``fn(connection)`` in one transaction on the SQLite recorder's own connection, as its
+    package runs the search index's operations (`index_ops`; ``write``: under the write lock,
+    as `reindex`): these tests are of the store's connection settings, which a connection of
+    the test's own would not have."""
+    recorder: Any = await recorder_of(store)
+    return cast(T, await recorder._on_sa(fn, write=write))
+
+
 async def test_defaults_on_every_pooled_connection(tmp_path: Path) -> None:
     async with SessionStore(tmp_path / "s.db") as store:
-        assert await run_maintenance(store, pragmas) == {
+        assert await on_the_store(store, pragmas, write=False) == {
             "journal_mode": "wal",
             "synchronous": 2,  # FULL
             "foreign_keys": 1,
@@ -41,7 +52,7 @@ async def test_settings_are_configurable(tmp_path: Path) -> None:
     async with SessionStore(
         url, journal_mode="DELETE", synchronous="NORMAL", busy_timeout_ms=250
     ) as store:
-        assert await run_maintenance(store, pragmas) == {
+        assert await on_the_store(store, pragmas, write=False) == {
             "journal_mode": "delete",
             "synchronous": 1,
             "foreign_keys": 1,
@@ -84,8 +95,8 @@ async def test_write_transactions_take_the_write_lock_up_front(tmp_path: Path) -
                 other.close()
             return "not locked"
 
-        assert await run_maintenance(store, probe, write=True) == "database is locked"
-        assert await run_maintenance(store, probe, write=False) == "not locked"
+        assert await on_the_store(store, probe, write=True) == "database is locked"
+        assert await on_the_store(store, probe, write=False) == "not locked"
 
 
 async def test_busy_timeout_exhausted_is_a_typed_error_and_writes_nothing(tmp_path: Path) -> None:
@@ -140,8 +151,8 @@ async def test_foreign_keys_cascade_from_sessions(tmp_path: Path) -> None:
     async with SessionStore(tmp_path / "s.db") as store:
         await store.create(header("s"))
         await store.append("s", turn(0))
-        await run_maintenance(store, delete, write=True)
-        count = await run_maintenance(
+        await on_the_store(store, delete, write=True)
+        count = await raw_sql(
             store, lambda c: c.execute(text("SELECT COUNT(*) FROM session_events")).scalar_one()
         )
         assert count == 0

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import T0, chunks, header, in_namespace, todo_write, turn, user_message
+from factories import T0, chunks, header, in_namespace, raw_sql, todo_write, turn, user_message
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from todo_sessions import (
     InvalidEventError,
@@ -25,7 +26,6 @@ from todo_sessions import (
     SessionStore,
     StoreError,
 )
-from todo_sessions.store.maintenance import run_maintenance
 
 
 async def stored_count(store: SessionStore, session_id: str) -> int:
@@ -36,7 +36,7 @@ async def stored_count(store: SessionStore, session_id: str) -> int:
         )
         return int(result.scalar_one())
 
-    return int(await run_maintenance(store, count))
+    return int(await raw_sql(store, count))
 
 
 async def test_round_trip_events_and_header(store: SessionStore) -> None:
@@ -270,9 +270,9 @@ async def test_event_rows_cannot_be_updated_or_deleted_with_raw_sql(store: Sessi
         "DELETE FROM session_events WHERE session_id = 's1' AND seq = 5",
     ]
     for statement in statements:
-        with pytest.raises(StoreError, match="append-only"):
+        with pytest.raises(DBAPIError, match="append-only"):
             sql = in_namespace(store, statement)
-            await run_maintenance(store, lambda conn, s=sql: conn.execute(text(s)), write=True)
+            await raw_sql(store, lambda conn, s=sql: conn.execute(text(s)))
     assert await stored_count(store, "s1") == 6
     assert (await store.read_from("s1"))[0].data == {"turn": 1}
 
@@ -342,7 +342,7 @@ async def test_json_columns_hold_the_wire_text(store: SessionStore) -> None:
         query = "SELECT data, surface_op, source_event_seqs FROM session_events WHERE seq = 1"
         return conn.execute(text(in_namespace(store, query))).one()
 
-    data, op, seqs = await run_maintenance(store, raw)
+    data, op, seqs = await raw_sql(store, raw)
     assert data == ok.data_json
     assert json.loads(op) == {"op": "replace", "start": 0, "end": 0}
     assert json.loads(seqs) == [0]
@@ -362,7 +362,7 @@ async def test_follow_yields_stored_then_new_events_and_releases_on_close(
     assert (await asyncio.wait_for(pending, 5)).seq == 6
     assert (await anext(tail)).seq == 7
     await tail.aclose()
-    engine = getattr(store._recorder, "_engine", None)  # PostgreSQL: the pooled engine
+    engine = getattr(store._core.recorder, "_engine", None)  # PostgreSQL: the pooled engine
     if engine is not None:
         assert engine.pool.checkedout() == 0
     with pytest.raises(SessionNotFoundError):

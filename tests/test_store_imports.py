@@ -117,3 +117,56 @@ def test_drivers_are_imported_only_by_their_backends() -> None:
             if name.split(".")[0] in DRIVERS and not where.startswith(DRIVER_MODULES):
                 offenders.append(f"{where}:{line} imports {name}")
     assert offenders == []
+
+
+HATCH_OWNERS = ("todo_sessions/store/sqlite/", "todo_sessions/store/postgres/")
+"""The backend packages: the only code that may call a recorder's ``run_maintenance`` (an
+arbitrary function on the store's own connection; ``run_locked``, the migrations' hatch, is
+not this)."""
+
+
+def _hatch_uses(source: str) -> list[int]:
+    """Lines of ``source`` that name ``run_maintenance`` (a call, an attribute, an import) or
+    import the removed ``todo_sessions.store.maintenance``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        named = (
+            (isinstance(node, ast.Attribute) and node.attr == "run_maintenance")
+            or (isinstance(node, ast.Name) and node.id == "run_maintenance")
+            or (
+                isinstance(node, ast.ImportFrom)
+                and (
+                    any(alias.name in ("run_maintenance", "maintenance") for alias in node.names)
+                    or (node.module or "").endswith("store.maintenance")
+                )
+            )
+        )
+        if named:
+            found.append(node.lineno)
+    return found
+
+
+def test_nothing_outside_the_backends_runs_the_maintenance_hatch() -> None:
+    """Outside ``store/sqlite/`` and ``store/postgres/`` nothing runs a function on a store's
+    connection: the store calls the recorder's named operations, and tests use the public API,
+    those operations, or a raw connection of their own (``factories.raw_sql``)."""
+    root = PACKAGE.parent
+    offenders = []
+    for top in ("todo_sessions", "tests", "bench"):
+        for path in sorted((root / top).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if "__pycache__" in path.parts or where.startswith(HATCH_OWNERS):
+                continue
+            offenders += [f"{where}:{line}" for line in _hatch_uses(path.read_text())]
+    assert offenders == []
+
+
+def test_the_hatch_finder_finds_each_form() -> None:
+    uses = [
+        "from todo_sessions.store.maintenance import run_maintenance",
+        "from todo_sessions.store import maintenance",
+        "await recorder.run_maintenance(fn, write=True)",
+        "await run_maintenance(store, fn)",
+    ]
+    assert [_hatch_uses(source) for source in uses] == [[1], [1], [1], [1]]
+    assert _hatch_uses("await recorder.run_locked(fn)\nraw_sql(store, fn)") == []

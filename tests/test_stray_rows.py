@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from factories import header, turn
+from factories import header, raw_sql, turn
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import CorruptSessionError, SessionStore
-from todo_sessions.store.maintenance import run_maintenance
 
 
 async def test_a_row_past_the_stored_end_makes_appends_a_corruption_error(
@@ -25,7 +24,7 @@ async def test_a_row_past_the_stored_end_makes_appends_a_corruption_error(
             )
         )
 
-    await run_maintenance(store, stray, write=True)
+    await raw_sql(store, stray)
     await store.append("s", turn(6, 2)[:1])  # seq 6 is still free
     with pytest.raises(CorruptSessionError) as caught:
         await store.append("s", turn(6, 2)[1:])  # seq 7 is taken by the stray row

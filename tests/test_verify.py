@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from factories import header, in_namespace, tamper
+from factories import header, in_namespace, raw_sql, tamper
 from hypothesis import given, settings
 from logs import LogBuilder, build_plan, log_plans
 from sqlalchemy import text
@@ -24,7 +24,6 @@ from todo_sessions import SessionEvent, SessionStore
 from todo_sessions.cli import main
 from todo_sessions.core.verify import Problem, verify_events
 from todo_sessions.harness.demo import run_demo
-from todo_sessions.store.maintenance import run_maintenance
 
 # -- verify_events: pure --------------------------------------------------------------------------
 
@@ -201,7 +200,7 @@ async def snapshot(store: SessionStore) -> tuple[list[Any], list[Any]]:
         )
         return [tuple(r) for r in sessions.all()], [tuple(r) for r in events.all()]
 
-    return await run_maintenance(store, read)
+    return await raw_sql(store, read)
 
 
 async def verify(url: str, *args: str) -> Result:

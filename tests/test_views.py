@@ -6,7 +6,7 @@ See docs/design.md, "Projections" and "Crash repair".
 from __future__ import annotations
 
 import pytest
-from factories import call_ids, header, in_namespace, tamper
+from factories import call_ids, header, in_namespace, raw_sql, tamper
 from logs import LogBuilder, text_of
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -22,7 +22,6 @@ from todo_sessions import (
 from todo_sessions.core.structure import check_structure
 from todo_sessions.core.surface import derive_messages
 from todo_sessions.core.todos import current_todos
-from todo_sessions.store.maintenance import run_maintenance
 
 
 def mixed_log() -> LogBuilder:
@@ -172,7 +171,7 @@ async def raw(store: SessionStore, statement: str) -> None:
     def run(conn: Connection) -> None:
         conn.execute(text(statement))
 
-    await run_maintenance(store, run, write=True)
+    await raw_sql(store, run)
 
 
 async def test_broken_json_row_is_reported_with_session_and_seq(store: SessionStore) -> None:

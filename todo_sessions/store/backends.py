@@ -3,8 +3,9 @@ migration's recorder), `run_locked_on_engine` and `lock_host_connection` (a host
 engine or connection), `classify_error` (each driver's half of error translation).
 
 A backend is one package that owns everything of its driver: ``store/sqlite/`` (``sqlite3``)
-and ``store/postgres/`` (asyncpg). Each gives a recorder (`recorder.Recorder`) and the
-maintenance hatch below, its migration lock, and its ``classify_error``.
+and ``store/postgres/`` (asyncpg). Each gives a recorder (`recorder.Recorder`) with the
+migrations' hatch below (`BackendRecorder.run_locked`), its migration lock, and its
+``classify_error``.
 """
 
 from __future__ import annotations
@@ -39,16 +40,13 @@ _BACKENDS = {"sqlite": sqlite, "postgresql": postgres}
 
 
 class BackendRecorder(Recorder, Protocol):
-    """A backend's recorder: the contract, plus the maintenance hatch outside it (a sync
-    SQLAlchemy connection, for alembic's ``env.py``, maintenance tools and tests that write
-    what the store never would)."""
+    """A backend's recorder: the contract, plus the migrations' hatch outside it (a sync
+    SQLAlchemy connection under the migration lock, for alembic's ``env.py``). Nothing else
+    is run on a store's connection but the contract's named operations; tests that must
+    write what the store never would use a connection of their own."""
 
     async def run_locked(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(connection)`` in one transaction under the migration lock."""
-        ...
-
-    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        """Run ``fn(connection)`` in one transaction (``write``: under the write lock)."""
         ...
 
 

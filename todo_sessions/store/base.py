@@ -1,5 +1,7 @@
-"""The core of `SessionStore`: its settings, opening and closing, and the one way its other
-parts call the recorder contract (`StoreCore._call`, which translates driver errors)."""
+"""The core of `SessionStore`: the state its parts share (settings, the recorder, the
+per-session state of this process), opening and closing, and the one way the parts call the
+recorder contract (`StoreCore.call`, which translates driver errors). It is an object the
+store and each of its parts hold, not a base class."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, TypeVar
 
 from sqlalchemy.engine import URL
 
@@ -62,7 +63,8 @@ def _writable(path: Path) -> bool:
 
 
 class StoreCore:
-    """Settings, lifecycle and the recorder of a `SessionStore` (see there)."""
+    """Settings, lifecycle and the recorder of a `SessionStore` (its constructor's arguments,
+    see there), shared by the store's parts."""
 
     def __init__(
         self,
@@ -86,49 +88,47 @@ class StoreCore:
         search_index: bool = True,
         chain_key: str | bytes | None = None,
     ) -> None:
-        self._chain_key = b"" if chain_key is None else derive_key(chain_key)
+        self.chain_key = b"" if chain_key is None else derive_key(chain_key)
         """The hash chain's key (`core.chain.derive_key`; empty: a plain hash)."""
-        self._target: StoreURL = parse_url(url if url is not None else default_url())
+        self.target: StoreURL = parse_url(url if url is not None else default_url())
         self.namespace: Namespace = namespace_of(
-            self._target, schema=schema, table_prefix=table_prefix
+            self.target, schema=schema, table_prefix=table_prefix
         )
-        """Where this store's tables are (`Namespace`: a schema, a table prefix, or the
-        default)."""
         listen = parse_url(listen_url) if listen_url is not None else None
         if listen is not None:
             check_listen_target(listen)
         if reconnect_timeout is None:  # several hosts: a failover is expected, wait for it
-            reconnect_timeout = FAILOVER_TIMEOUT if self._target.hosts else 0.0
-        self._postgres = PostgresOptions(
+            reconnect_timeout = FAILOVER_TIMEOUT if self.target.hosts else 0.0
+        self.postgres = PostgresOptions(
             pool_size=pool_size,
             listen=listen,
             reconnect_timeout=float(reconnect_timeout),
-            replica=replica_target(self._target, read_url),
+            replica=replica_target(self.target, read_url),
             replica_wait=float(replica_wait),
         )
         """The PostgreSQL options (`options.PostgresOptions`)."""
-        if self._target.read_only:  # ``?mode=ro``
+        if self.target.read_only:  # ``?mode=ro``
             if read_only is False:
                 raise ValueError("read_only=False contradicts mode=ro in the database URL")
             read_only = True
         if read_only is None:  # an existing SQLite file we may not write: read it read-only
-            path = self._target.path
+            path = self.target.path
             read_only = path is not None and path.is_file() and not _writable(path)
         self.read_only = read_only
-        self._sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
+        self.sqlite = SQLiteOptions(journal_mode, synchronous, busy_timeout_ms, read_only)
         """The SQLite options (`engine.SQLiteOptions`)."""
         self.strict = strict
-        self._migrate = migrate
+        self.migrate = migrate
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.page_size = page_size
-        self._clock = clock
-        self._search_index = bool(search_index)
-        self._recorder: BackendRecorder | None = None
+        self.clock = clock
+        self.search_index = bool(search_index)
+        self.recorder: BackendRecorder | None = None
         self._store_id = ""
-        self._pending: dict[str, SessionHeader] = {}
-        self._checkers: dict[str, StructureChecker] = {}
-        self._chained_next: dict[str, int] = {}  # `keying.remember`
+        self.pending: dict[str, SessionHeader] = {}
+        self.checkers: dict[str, StructureChecker] = {}
+        self.chained_next: dict[str, int] = {}  # `keying.remember`
         self._opening_lock = threading.Lock()
         """Guards ``_opening`` and ``_closed`` (held around no ``await``): a store may be first
         used from several threads at once, each with its own event loop."""
@@ -139,32 +139,30 @@ class StoreCore:
     @property
     def url(self) -> str:
         """The database URL (password masked)."""
-        return self._target.render()
+        return self.target.render()
 
     @property
     def keyed(self) -> bool:
         """Whether this store chains (and verifies) its events with a key."""
-        return bool(self._chain_key)
+        return bool(self.chain_key)
 
     @property
     def dialect(self) -> str:
-        return self._target.dialect
+        return self.target.dialect
 
     @property
     def store_id(self) -> str:
         """The database's random id (part of every revision token). Empty until opened."""
         return self._store_id
 
-    async def open(self) -> Self:
-        """Connect, check (and by default migrate) the schema. Idempotent.
-
-        A store works from any thread and event loop (PostgreSQL keeps a pool per loop);
-        calls that race to open it wait for the first, each on its own loop."""
-        while self._recorder is None:
+    async def open(self) -> None:
+        """`SessionStore.open`: calls that race to open the store wait for the first, each on
+        its own loop."""
+        while self.recorder is None:
             with self._opening_lock:
                 if self._closed:
                     raise RuntimeError("this SessionStore is closed")
-                if self._recorder is not None:
+                if self.recorder is not None:
                     break
                 waiting = self._opening
                 if waiting is None:
@@ -180,20 +178,19 @@ class StoreCore:
                 with self._opening_lock:
                     self._opening = None
                 opening.set_result(None)
-        return self
 
     async def _open_recorder(self) -> None:
         recorder = open_recorder(
-            self._target,
-            sqlite=self._sqlite,
-            postgres=self._postgres,
+            self.target,
+            sqlite=self.sqlite,
+            postgres=self.postgres,
             namespace=self.namespace,
         )
         try:
             with translate_errors(f"opening {self.url}"):
                 await recorder.open()
                 store_id = await prepare_schema(
-                    recorder, migrate=self._migrate, url=self.url, read_only=self.read_only
+                    recorder, migrate=self.migrate, url=self.url, read_only=self.read_only
                 )
         except BaseException:
             await recorder.close()
@@ -202,59 +199,44 @@ class StoreCore:
             closed = self._closed
             if not closed:
                 self._store_id = store_id
-                self._recorder = recorder
+                self.recorder = recorder
         if closed:  # closed while opening
             await recorder.close()
             raise RuntimeError("this SessionStore is closed")
 
     async def aclose(self) -> None:
-        """Finish appends already handed to the database, then close every connection and
-        thread of the store. Pending (never appended) creates are forgotten."""
+        """`SessionStore.aclose`."""
         with self._opening_lock:
             self._closed = True
-            recorder, self._recorder = self._recorder, None
+            recorder, self.recorder = self.recorder, None
         if recorder is not None:
             await recorder.close()
 
-    async def __aenter__(self) -> Self:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def _ready(self) -> BackendRecorder:
-        recorder = self._recorder
+    async def ready(self) -> BackendRecorder:
+        """The open recorder (the store opened first if it is not)."""
+        recorder = self.recorder
         if recorder is None:
             await self.open()
-            recorder = self._recorder
+            recorder = self.recorder
             if recorder is None:  # closed while opening
                 raise RuntimeError("this SessionStore is closed")
         return recorder
 
-    async def _backend(self) -> BackendRecorder:
-        """The open recorder, with its maintenance hatch (`maintenance.run_maintenance`)."""
-        return await self._ready()
-
-    def _check_writable(self, what: str) -> None:
+    def check_writable(self, what: str) -> None:
         if self.read_only:
             raise StoreError(f"cannot {what}: {self.url} is open read-only")
 
-    def _token(self, incarnation: str, revision: int) -> str:
+    def token(self, incarnation: str, revision: int) -> str:
         return revision_token(self._store_id, incarnation, revision)
 
-    async def _call(self, what: str, operation: Callable[[Recorder], Awaitable[T]]) -> T:
+    async def call(self, what: str, operation: Callable[[Recorder], Awaitable[T]]) -> T:
         """Run one operation of the recorder contract (``operation(recorder)``), its driver
         errors translated as doing ``what``."""
-        recorder = await self._ready()
+        recorder = await self.ready()
         with translate_errors(what):
             return await operation(recorder)
 
-    def _summary(self, r: SummaryRow) -> SessionSummary:
+    def summary(self, r: SummaryRow) -> SessionSummary:
         tags, metadata = r.tags, r.metadata
         try:
             return SessionSummary(
@@ -264,7 +246,7 @@ class StoreCore:
                 cwd=r.cwd,
                 title=r.title,
                 next_seq=r.next_seq,
-                revision=self._token(r.incarnation, r.revision),
+                revision=self.token(r.incarnation, r.revision),
                 parent=r.parent_session,
                 tags=() if tags is None else tuple(decode_json(tags, strict=False)),
                 metadata={} if metadata is None else decode_json(metadata, strict=False),
@@ -273,7 +255,7 @@ class StoreCore:
         except (ValueError, TypeError) as exc:
             raise CorruptSessionError(r.id, None, f"stored tags or metadata: {exc}") from None
 
-    def _skipped(self, session_id: str, skipped: list[str]) -> None:
+    def skipped(self, session_id: str, skipped: list[str]) -> None:
         for reason in skipped:
             logger.warning(
                 "session %r: %s; passed over (run `todo-sessions verify`)", session_id, reason

@@ -49,4 +49,4 @@ async def export_lines(
 def chain_key_of(store: Any) -> bytes:
     """The key ``store`` chains its sessions with (`core.chain.derive_key`; empty: unkeyed),
     for checking an exported file's chain value with it."""
-    return store._chain_key
+    return store._core.chain_key

@@ -1,4 +1,5 @@
-"""Full-text search of every session, and the index behind it (`search`, `reindex`)."""
+"""Full-text search of every session, and the index behind it (`search`, `reindex`): a part of
+`SessionStore`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from ..core.envelope import SessionEvent
 from ..core.search import DEFAULT_KINDS, KINDS, SearchQuery, parse_query, snippet
 from ..errors import SessionNotFoundError
 from . import search as index
+from .base import StoreCore
 from .index_ops import SURFACE_TYPES, SearchRow, index_rows_of
-from .listing import Listing, check_filters
+from .listing import check_filters
+from .reading import Reading
 from .results import SearchHit
 from .translate import translate_errors
 
@@ -55,8 +58,15 @@ async def _snippets(
     return await asyncio.to_thread(build_alone)
 
 
-class Finding(Listing):
-    """`search`, `reindex` and the index's own check (`search_index_problems`)."""
+class Finding:
+    """`search`, `reindex` and the index's own check (`search_index_problems`) of
+    `SessionStore` (documented there)."""
+
+    def __init__(self, core: StoreCore, reading: Reading) -> None:
+        self._reading = reading
+        # the core's members the search uses
+        self.read_only, self.dialect, self._skipped = core.read_only, core.dialect, core.skipped
+        self._ready, self._call, self._check_writable = core.ready, core.call, core.check_writable
 
     async def _index_caught_up(self) -> None:
         """Bring the search index up to every append committed so far, from any process
@@ -80,16 +90,6 @@ class Finding(Listing):
         limit: int = 20,
         before: SearchHit | None = None,
     ) -> list[SearchHit]:
-        """Events whose text matches ``query``, newest first (the order the index received
-        them: appends in their order; `reindex` and the migration by session activity).
-
-        Syntax (docs/design.md, "Search"): words that must all occur, ``"a phrase"``,
-        ``prefix*``, ``-excluded``; anything else, an unbalanced quote, a boolean operator, a
-        query over 1,000 characters, is a `SearchQueryError` naming the problem. ``kinds``:
-        which texts (`core.search.KINDS`; default all but ``reasoning``). ``cwd``, ``tag``,
-        ``since``, ``until``: the session filters of `list`. Pass the last hit of a page as
-        ``before`` for the next one.
-        """
         parsed = parse_query(query)
         chosen = _check_kinds(kinds)
         if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
@@ -138,12 +138,6 @@ class Finding(Listing):
         return frozenset(found.state.surface.seqs)
 
     async def reindex(self, *, search_config: str | None = None) -> int:
-        """Rebuild the search index from the stored logs, in one transaction (the index is
-        derived data: nothing else changes). Returns how many index rows it holds.
-
-        ``search_config`` (PostgreSQL only): the text search configuration to build it with
-        from now on, for every store on this database (``english`` stems: ``running`` finds
-        ``runs``); a name the server does not know is a `ValueError`. See `search_config`."""
         self._check_writable("rebuild the search index")
         if search_config is not None:
             index.check_config_backend(self.dialect, search_config)
@@ -152,22 +146,16 @@ class Finding(Listing):
         )
 
     async def search_config(self) -> str | None:
-        """PostgreSQL: the text search configuration the index is built with (``simple``
-        unless `reindex` chose another); SQLite: None (FTS5's ``unicode61 remove_diacritics
-        2`` tokenizer, no stemming)."""
         return await self._call("reading the search configuration", lambda r: r.search_config())
 
     async def search_index_problems(
         self, session_id: str | None = None, events: Sequence[SessionEvent] | None = None
     ) -> list[str]:
-        """What is wrong with the search index: of one session (its rows against its log;
-        ``events``: the log already read), or with no id the index as a whole (SQLite: FTS5's
-        check of its index against the rows). Empty: nothing. `reindex` repairs either."""
         await self._index_caught_up()
         if session_id is None:
             return await self._call("checking the search index", lambda r: r.index_problems())
         if events is None:
-            events = list((await self.read(session_id)).events)
+            events = list((await self._reading.read(session_id)).events)
         expected = index_rows_of(
             index.expected_rows(session_id, ((e.seq, e.type, e.payload) for e in events))
         )

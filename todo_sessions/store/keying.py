@@ -30,7 +30,7 @@ _REMEMBERED = 4096
 
 def remember(store: StoreCore, session_id: str, next_seq: int) -> None:
     """After an append through ``store``: the link before ``next_seq`` is its own."""
-    known = store._chained_next
+    known = store.chained_next
     known.pop(session_id, None)
     known[session_id] = next_seq
     if len(known) > _REMEMBERED:
@@ -42,11 +42,11 @@ async def check_append_key(store: StoreCore, session_id: str, first: int) -> Non
     with ``store``'s key (nor, for a keyed store, without a key). A link that cannot be read
     here (an unknown session, a seq past the end, a row without a chain value) is left to
     the append, which reports it."""
-    if first == 0 or store._chained_next.get(session_id) == first:
+    if first == 0 or store.chained_next.get(session_id) == first:
         return
     start = max(first - 2, 0)
     try:
-        row, page = await store._call(
+        row, page = await store.call(
             f"appending to session {session_id!r}",
             lambda r: r.read_chain(session_id, start, first - start),
         )
@@ -57,7 +57,7 @@ async def check_append_key(store: StoreCore, session_id: str, first: int) -> Non
     kept, before = page[-1].chain, page[0].chain
     if kept is None or before is None:
         return
-    key = store._chain_key
+    key = store.chain_key
     keys = (key, b"") if key else (key,)
     for candidate in keys:
         previous = genesis(row._asdict(), candidate) if first == 1 else bytes.fromhex(str(before))

@@ -1,4 +1,5 @@
-"""Session ownership leases through the store (docs/design.md, "Leases")."""
+"""Session ownership leases through the store (docs/design.md, "Leases"): a part of
+`SessionStore`."""
 
 from __future__ import annotations
 
@@ -17,15 +18,16 @@ def _ttl_ms(ttl: float) -> int:
     return max(1, round(ttl * 1000))
 
 
-class Leasing(StoreCore):
-    """Taking, renewing and giving back the lease on a session."""
+class Leasing:
+    """Taking, renewing and giving back the lease on a session (`SessionStore`'s methods,
+    documented there)."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._call, self._clock, self._check_writable = core.call, core.clock, core.check_writable
 
     async def acquire_lease(
         self, session_id: str, owner: str, *, ttl: float = 30.0, steal: bool = False
     ) -> Lease:
-        """Take the ownership lease on a session for ``ttl`` seconds (docs/design.md,
-        "Leases"). Free, expired or already ``owner``'s → a new epoch; held by another live
-        owner → `SessionLeasedError` naming it and its expiry, unless ``steal``."""
         check_session_id(session_id)
         self._check_writable(f"lease session {session_id!r}")
         ttl_ms = _ttl_ms(ttl)
@@ -35,8 +37,6 @@ class Leasing(StoreCore):
         )
 
     async def renew_lease(self, lease: Lease, *, ttl: float = 30.0) -> Lease:
-        """Extend a lease still held for ``ttl`` seconds from now; `LeaseLostError` when it
-        was taken over or ran out meanwhile."""
         ttl_ms = _ttl_ms(ttl)
         return await self._call(
             f"renewing the lease on session {lease.session_id!r}",
@@ -44,14 +44,12 @@ class Leasing(StoreCore):
         )
 
     async def release_lease(self, lease: Lease) -> bool:
-        """Give a lease back. False when it was no longer this holder's (nothing changed)."""
         return await self._call(
             f"releasing the lease on session {lease.session_id!r}",
             lambda r: r.release_lease(lease),
         )
 
     async def lease_holders(self, session_ids: Iterable[str]) -> dict[str, LeaseHolder]:
-        """The stored lease rows of these sessions (live or expired: see `LeaseHolder.live`)."""
         ids = tuple(session_ids)
         if not ids:
             return {}

@@ -1,15 +1,18 @@
-"""Listing sessions, their ids and metadata; the database's own integrity check."""
+"""Listing sessions, their ids and metadata; the database's own integrity check (a part of
+`SessionStore`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from types import EllipsisType
 from typing import Any, Literal
 
 from ..core.envelope import SessionEvent
 from ..core.header import check_session_id
 from ..core.meta import META_TYPE
+from .base import StoreCore
 from .leases import Lease
+from .reading import Reading
 from .reads import ListFilters
 from .results import SessionSummary
 from .retry import retry_on_conflict
@@ -31,22 +34,28 @@ def check_filters(since: int | None, until: int | None, **texts: str | None) -> 
             raise ValueError(f"{name} must not contain NUL characters")
 
 
-class Listing(Writing):
+class Listing:
     """`list`, `session_ids`, `seqs_past_end`, `update_meta` and `check_database` of
-    `SessionStore`."""
+    `SessionStore` (documented there)."""
+
+    def __init__(self, core: StoreCore, reading: Reading, writing: Writing) -> None:
+        self._reading, self._writing = reading, writing
+        # the core's members the listing uses
+        self._ready, self._call, self._clock, self._summary = (
+            core.ready,
+            core.call,
+            core.clock,
+            core.summary,
+        )
 
     async def check_database(self) -> list[str]:
-        """The database engine's own integrity check (SQLite: ``PRAGMA integrity_check``):
-        each problem it reports, or ``[]`` when it finds none. Changes nothing."""
         recorder = await self._ready()
         with translate_errors("checking the database"):
             return await recorder.check_integrity()
 
     async def session_ids(
         self, *, source: Literal["sessions", "events"] = "sessions", page_size: int = 1000
-    ) -> AsyncIterator[str]:
-        """Every stored session id in id order, paged. ``source="events"`` reads the ids from
-        the event rows themselves: it also finds events whose session row is missing."""
+    ) -> AsyncGenerator[str, None]:
         after = ""
         while True:
             page = await self._session_ids_page(source, after, page_size)
@@ -64,8 +73,6 @@ class Listing(Writing):
         )
 
     async def seqs_past_end(self, session_id: str, *, limit: int = 100) -> list[int]:
-        """Seqs of event rows at or after the session's stored next seq (at most ``limit``).
-        A healthy log has none: such rows were written outside todo_sessions."""
         check_session_id(session_id)
         return await self._call(
             f"reading session {session_id!r}", lambda r: r.seqs_past_end(session_id, limit)
@@ -82,24 +89,12 @@ class Listing(Writing):
         metadata: Mapping[str, Any] | None = None,
         lease: Lease | None = None,
     ) -> SessionSummary:
-        """Append one ``session/meta`` event to a stored session that changes what is asked
-        (docs/format.md, "Session metadata"): ``title`` (None clears it; ``...``, the default,
-        keeps it), ``tags`` (replaces them), ``add_tags`` / ``remove_tags`` (applied to the
-        current tags, keeping their order; new ones go last), ``metadata`` (replaces it).
-        Nothing is appended when nothing would change. Returns the summary after the change.
-        The event is marked ``ignorable``, so readers that do not know the type skip it.
-
-        The event goes at the stored next seq; when another writer appends meanwhile the
-        current tags are read again and the event recomputed (a `SeqConflictError` only after
-        five tries). A session owned live by a service must be changed through that service
-        (its next flush would meet a conflict): pass its ``lease``, or use its session.
-        """
         check_session_id(session_id)
         new_tags = None if tags is None else list(tags)
         adding, removing = list(add_tags), set(remove_tags)
 
         async def attempt() -> SessionSummary:
-            current = await self.summary(session_id)
+            current = await self._reading.summary(session_id)
             data: dict[str, Any] = {}
             if title is not ... and title != current.title:
                 data["title"] = title
@@ -115,8 +110,8 @@ class Listing(Writing):
             # ignorable: a reader without the type (an older version, the TypeScript
             # harness) keeps and skips it; the log means the same to the model either way
             event = SessionEvent(META_TYPE, current.next_seq, self._clock(), data, ignorable=True)
-            await self.append(session_id, [event], lease=lease)
-            return await self.summary(session_id)
+            await self._writing.append(session_id, [event], lease=lease)
+            return await self._reading.summary(session_id)
 
         return await retry_on_conflict(session_id, "update_meta", attempt)
 
@@ -133,16 +128,6 @@ class Listing(Writing):
         has_open_todos: bool | None = None,
         text: str | None = None,
     ) -> list[SessionSummary]:
-        """Sessions with events, newest activity first. Pass a page's last summary as
-        ``before`` to get the next page (keyset pagination on ``(updated_at, id)``).
-
-        Filters (None: not filtered; all given ones must hold): ``cwd`` equal; ``tag`` among
-        the session's tags; last activity ``since <= updated_at < until`` (epoch ms);
-        ``parent`` equal to the header's ``parent_session`` (forks and sub-agent sessions of
-        that session); ``has_open_todos``: whether the latest ``todo/write`` holds an item
-        pending or in progress (False: none does, or there is no list); ``text``: a substring
-        of the title, compared after `str.casefold` (case-insensitive).
-        """
         if type(limit) is not int or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
         check_filters(since, until, cwd=cwd, tag=tag, parent=parent, text=text)

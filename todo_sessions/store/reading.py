@@ -1,4 +1,5 @@
-"""Reading a session: its events, header, revision, summary, counts and projections."""
+"""Reading a session: its events, header, revision, summary, counts and projections (a part of
+`SessionStore`)."""
 
 from __future__ import annotations
 
@@ -26,22 +27,20 @@ def _check_upto(upto_seq: int | None) -> None:
         raise ValueError(f"upto_seq must be a non-negative int, got {upto_seq!r}")
 
 
-class Reading(StoreCore):
-    """The read operations of `SessionStore`."""
+class Reading:
+    """The read operations of `SessionStore` (documented there)."""
 
-    async def _current_token(self, session_id: str) -> str:
-        row = await self._call(
-            f"reading session {session_id!r}", lambda r: r.find_session(session_id)
-        )
-        if row is not None:
-            return self._token(row.incarnation, row.revision)
-        if session_id in self._pending:
-            return self._token("", 0)
-        raise SessionNotFoundError(session_id)
+    def __init__(self, core: StoreCore) -> None:
+        # the core's members these reads use
+        self._call, self._token, self._pending = core.call, core.token, core.pending
+        self._chain_key, self.page_size = core.chain_key, core.page_size
+        self._summary, self._skipped = core.summary, core.skipped
 
-    async def _read_events(
+    async def read_events(
         self, session_id: str, from_seq: int, limit: int | None = None
     ) -> EventsRead:
+        """The session's row and its events from ``from_seq`` (at most ``limit``), in one read
+        transaction: what `read`, `read_from` and the streams read."""
         check_session_id(session_id)
         return await self._call(
             f"reading session {session_id!r}",
@@ -51,28 +50,22 @@ class Reading(StoreCore):
     async def read_from(
         self, session_id: str, from_seq: int = 0, *, limit: int | None = None
     ) -> list[SessionEvent]:
-        """The stored events with ``seq >= from_seq`` (at most ``limit``), exactly as stored."""
         check_from_seq(from_seq)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise ValueError(f"limit must be a non-negative int, got {limit!r}")
-        return (await self._read_events(session_id, from_seq, limit))[1]
+        return (await self.read_events(session_id, from_seq, limit))[1]
 
     async def read(self, session_id: str) -> StoredLog:
-        """Header, every event and the revision token, read in one transaction."""
-        row, events = await self._read_events(session_id, 0)
+        row, events = await self.read_events(session_id, 0)
         return StoredLog(
             header_from_row(row), tuple(events), self._token(row.incarnation, row.revision)
         )
 
     async def head(self, session_id: str) -> str | None:
-        """The chain value of the session's last event (docs/design.md, "The hash chain"):
-        kept elsewhere, it lets `chain_break` (``verify``) tell a log rewritten or cut short
-        after it was read. None for a session with no events yet (created, never appended)."""
         found = await self.chain_head(session_id)
         return None if found is None else found[1]
 
     async def chain_head(self, session_id: str) -> tuple[int, str | None] | None:
-        """``(seq, chain value)`` of the session's last event, or None (see `head`)."""
         check_session_id(session_id)
         try:
             return await self._call(
@@ -86,15 +79,6 @@ class Reading(StoreCore):
     async def chain_break(
         self, session_id: str, *, against: Mapping[int, str] | None = None
     ) -> tuple[int, str] | None:
-        """The first seq where the session's hash chain breaks, and why; None when it holds.
-
-        Recomputes the chain (with this store's ``chain_key``) from the header and every stored
-        event, page by page, against the chain values stored with them. ``against``: chain
-        values of the same session kept elsewhere, by seq (a `head` kept by a harness, or every
-        value of an exported file: `jsonl.file_chain`): a stored value that differs from one of
-        them, or a log that ends before the last of them, is a break too (a log rewritten with
-        its chain recomputed, or cut short, is found only so).
-        """
         check_session_id(session_id)
         key, size = self._chain_key, self.page_size
         value: bytes | None = None
@@ -145,16 +129,13 @@ class Reading(StoreCore):
         )
 
     async def header(self, session_id: str) -> SessionHeader:
-        """The stored header of a session."""
         return header_from_row(await self._session(session_id))
 
     async def revision(self, session_id: str) -> str:
-        """The current revision token of a stored session."""
         row = await self._session(session_id)
         return self._token(row.incarnation, row.revision)
 
     async def summary(self, session_id: str) -> SessionSummary:
-        """The `list` entry of one session."""
         check_session_id(session_id)
         return self._summary(
             await self._call(
@@ -163,7 +144,6 @@ class Reading(StoreCore):
         )
 
     async def count(self, session_id: str, *, type: str | None = None) -> int:
-        """How many events the session has (of one ``type``, through the type index)."""
         check_session_id(session_id)
         event_type = type
         return await self._call(
@@ -174,8 +154,6 @@ class Reading(StoreCore):
     async def current_todos(
         self, session_id: str, *, upto_seq: int | None = None
     ) -> list[TodoItem] | None:
-        """The todo list of the latest ``todo/write`` (as of ``upto_seq``), or None: one
-        indexed row read, whatever the session's length."""
         _check_upto(upto_seq)
         check_session_id(session_id)
         return await self._call(
@@ -186,10 +164,6 @@ class Reading(StoreCore):
     async def latest_event(
         self, session_id: str, *types: str, upto_seq: int | None = None
     ) -> SessionEvent | None:
-        """The latest event of one of ``types`` (as of ``upto_seq``), or None: one indexed row
-        read per type, whatever the session's length. ``latest_event(id, "todo/write")`` is the
-        write `current_todos` reads; ``latest_event(id, "turn/start", "turn/end")`` tells
-        whether a turn is open."""
         _check_upto(upto_seq)
         check_session_id(session_id)
         if not types or any(type(t) is not str for t in types):
@@ -202,7 +176,6 @@ class Reading(StoreCore):
     async def derive_messages(
         self, session_id: str, *, upto_seq: int | None = None
     ) -> list[Message]:
-        """The model's message history, read from surface rows only (as of ``upto_seq``)."""
         _check_upto(upto_seq)
         check_session_id(session_id)
         found = await self._call(
@@ -213,8 +186,6 @@ class Reading(StoreCore):
         return found.state.surface.messages()
 
     async def usage(self, session_id: str) -> SessionUsage:
-        """The ``usage`` objects of the session's ``assistant/message`` events added up, in
-        all and per turn (`SessionUsage`), read through the type index."""
         check_session_id(session_id)
         found = await self._call(
             f"reading usage of session {session_id!r}", lambda r: r.usage_payloads(session_id)

@@ -1,5 +1,5 @@
 """Checkpoints, resuming, crash repair (inspect, load) and fork: what reads the log to write
-after it."""
+after it (a part of `SessionStore`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from ..core.repair import closers_for, interrupted_turn_closers
 from ..core.structure import StructureChecker
 from ..core.types import SESSION_END_SEED
 from ..errors import StructureError
+from .base import StoreCore
 from .checkpoints import CheckpointWrite
 from .codec import header_from_row
 from .leases import Lease
+from .reading import Reading
 from .records import CheckpointText
 from .results import CheckpointInfo, ResumedState, StoredLog
 from .retry import retry_on_conflict
@@ -23,13 +25,17 @@ from .writing import Writing
 __all__ = ["Repair"]
 
 
-class Repair(Writing):
-    """Checkpoints, `resume_state`, `inspect`, `load` and `fork` of `SessionStore`."""
+class Repair:
+    """Checkpoints, `resume_state`, `inspect`, `load` and `fork` of `SessionStore`
+    (documented there)."""
+
+    def __init__(self, core: StoreCore, reading: Reading, writing: Writing) -> None:
+        self._reading, self._writing = reading, writing
+        # the core's members these use
+        self._call, self._clock, self._token = core.call, core.clock, core.token
+        self._skipped, self._check_writable = core.skipped, core.check_writable
 
     async def write_checkpoint(self, session_id: str, state: LiveState, *, keep: int = 4) -> bool:
-        """Store ``state`` as the session's checkpoint at ``state.next_seq`` (docs/design.md,
-        "Checkpoints"), keeping the newest ``keep``. False, and nothing written, when the
-        stored log ends before that seq. Checkpoints are derived data: never required."""
         check_session_id(session_id)
         self._check_writable(f"checkpoint session {session_id!r}")
         if type(keep) is not int or keep < 1:
@@ -44,7 +50,6 @@ class Repair(Writing):
         )
 
     async def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
-        """The session's stored checkpoints, oldest first."""
         check_session_id(session_id)
         found = await self._call(
             f"reading checkpoints of session {session_id!r}",
@@ -53,8 +58,6 @@ class Repair(Writing):
         return [CheckpointInfo(*row) for row in found]
 
     async def checkpoint_texts(self, session_id: str) -> list[CheckpointText]:
-        """``(seq, state text)`` of each stored checkpoint, oldest first (what `verify`
-        recomputes)."""
         check_session_id(session_id)
         return await self._call(
             f"reading checkpoints of session {session_id!r}",
@@ -62,8 +65,6 @@ class Repair(Writing):
         )
 
     async def delete_checkpoints(self, session_id: str) -> int:
-        """Delete every checkpoint of a session; how many there were. Changes nothing but the
-        speed of `resume_state` and `derive_messages`."""
         check_session_id(session_id)
         self._check_writable(f"delete checkpoints of session {session_id!r}")
         return await self._call(
@@ -74,12 +75,6 @@ class Repair(Writing):
     async def resume_state(
         self, session_id: str, *, repair: bool = True, lease: Lease | None = None
     ) -> ResumedState:
-        """The live state at the end of the stored log, read from the newest usable checkpoint
-        and the events after it, never the whole log; an interrupted last turn is closed
-        durably first, as `load` does (``repair=False``: read only; the state then shows the
-        open turn). The closers are appended under ``lease`` when one is given. A checkpoint
-        that cannot be used is passed over with a warning (the result is the same, only
-        slower)."""
         check_session_id(session_id)
 
         async def attempt() -> ResumedState:
@@ -95,7 +90,7 @@ class Repair(Writing):
                 )
             revision = self._token(row.incarnation, row.revision)
             if closers:
-                revision = await self.append(session_id, closers, lease=lease)
+                revision = await self._writing.append(session_id, closers, lease=lease)
                 state.apply_all(closers)
             return ResumedState(
                 header_from_row(row), state, revision, tuple(closers), found.from_checkpoint
@@ -104,24 +99,18 @@ class Repair(Writing):
         return await retry_on_conflict(session_id, "resume", attempt)
 
     async def inspect(self, session_id: str) -> StoredLog:
-        """The stored log plus, in memory only, the closers of an interrupted last turn.
-
-        ``events`` includes the closers; ``closers`` lists them. Nothing is written.
-        """
-        log = await self.read(session_id)
+        log = await self._reading.read(session_id)
         closers = interrupted_turn_closers(log.events, session_id=session_id)
         return StoredLog(log.header, log.events + tuple(closers), log.revision, tuple(closers))
 
     async def load(self, session_id: str) -> StoredLog:
-        """Like `inspect`, but the closers are appended durably first (the revision changes
-        once). Loading a log with no open turn writes nothing."""
 
         async def attempt() -> StoredLog:
-            log = await self.read(session_id)
+            log = await self._reading.read(session_id)
             closers = interrupted_turn_closers(log.events, session_id=session_id)
             if not closers:
                 return log
-            revision = await self.append(session_id, closers)
+            revision = await self._writing.append(session_id, closers)
             return StoredLog(log.header, log.events + tuple(closers), revision, tuple(closers))
 
         return await retry_on_conflict(session_id, "load", attempt)
@@ -134,9 +123,7 @@ class Repair(Writing):
         *,
         title: str | None = None,
     ) -> StoredLog:
-        """A new session seeded with events ``0..boundary`` (default: all) of ``source_id``,
-        followed by ``session/end-seed``. The prefix may not end inside an open turn."""
-        log = await self.read(source_id)
+        log = await self._reading.read(source_id)
         end = len(log.events) - 1 if boundary is None else boundary
         if type(end) is not int or not 0 <= end < len(log.events):
             raise ValueError(
@@ -166,6 +153,6 @@ class Repair(Writing):
             title=title if title is not None else source.title,
         )
         seed = SessionEvent(SESSION_END_SEED, len(prefix), prefix[-1].time, {})
-        await self.create(header)
-        revision = await self.append(header.id, [*prefix, seed])
+        await self._writing.create(header)
+        revision = await self._writing.append(header.id, [*prefix, seed])
         return StoredLog(header, (*prefix, seed), revision)

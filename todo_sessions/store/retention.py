@@ -41,10 +41,14 @@ from .archives import (
     open_regular,
     write_archive,
 )
-from .finding import Finding
+from .base import StoreCore
+from .exporting import SessionReads
 from .leasing import Leasing
+from .listing import Listing
+from .reading import Reading
 from .records import CheckpointInfo as CheckpointRow
 from .results import PruneReport, SessionSummary
+from .writing import Writing
 
 __all__ = ["ARCHIVE_SUFFIX", "PRUNE_OWNER", "Retention", "archive_path"]
 
@@ -60,8 +64,27 @@ def _duration_ms(older_than: Any) -> int:
         raise TypeError(f"older_than {exc}") from None
 
 
-class Retention(Finding, Leasing):
-    """`prune` of `SessionStore`."""
+class Retention:
+    """`prune` of `SessionStore` (documented there): a part of it, built on its other parts
+    and on what an export reads of the store (``exported``)."""
+
+    def __init__(
+        self,
+        core: StoreCore,
+        reading: Reading,
+        writing: Writing,
+        listing: Listing,
+        leasing: Leasing,
+        exported: SessionReads,
+    ) -> None:
+        self._reading, self._writing, self._listing, self._leasing = (
+            reading,
+            writing,
+            listing,
+            leasing,
+        )
+        self._exported = exported
+        self._call, self._clock, self._check_writable = core.call, core.clock, core.check_writable
 
     async def _export_lines(self, session_id: str) -> AsyncIterator[str]:
         # The default export, as `todo-sessions export` writes it (its lines, control
@@ -69,7 +92,7 @@ class Retention(Finding, Leasing):
         from .._jsonout import escape_controls
         from .exporting import export_lines
 
-        async for line in export_lines(self, session_id):  # type: ignore[arg-type]
+        async for line in export_lines(self._exported, session_id):
             yield escape_controls(line) + "\n"
 
     async def _archive_matches(self, path: Path, session_id: str) -> bool:
@@ -126,7 +149,7 @@ class Retention(Finding, Leasing):
         before: SessionSummary | None = None
         position = 0
         while True:
-            page = await self.list(limit=500, before=before, tag=tag)
+            page = await self._listing.list(limit=500, before=before, tag=tag)
             for summary in page:
                 position += 1
                 if keep_last is not None and position <= keep_last:
@@ -148,19 +171,6 @@ class Retention(Finding, Leasing):
         archive: str | os.PathLike[str] | None = None,
         keep_checkpoints: int | None = None,
     ) -> PruneReport:
-        """Archive, then delete, the sessions last active more than ``older_than`` ago
-        (a `datetime.timedelta`, or ms) and/or beyond the ``keep_last`` most recently active
-        (both given: both must hold), only those with ``tag`` if given; never one with a live
-        lease. Each is written to ``archive`` (a directory) as its gzipped JSONL export,
-        fsynced and verified against the database before it is deleted, one session per
-        transaction (module docstring: the algorithm and why a crash loses nothing).
-
-        ``keep_checkpoints=N``: of every session kept (with ``tag``, if given), delete the
-        checkpoints older than its newest N (derived data: nothing is archived).
-        ``dry_run``: change nothing and report what would be done. At least one of
-        ``older_than``, ``keep_last``, ``keep_checkpoints`` must be given, and ``archive``
-        with either of the first two.
-        """
         if older_than is None and keep_last is None and keep_checkpoints is None:
             raise ValueError("prune needs older_than, keep_last or keep_checkpoints")
         age = None if older_than is None else _duration_ms(older_than)
@@ -177,7 +187,7 @@ class Retention(Finding, Leasing):
             self._check_writable("prune sessions")
         now = self._clock()
         selected = await self._selected(age, keep_last, tag, now) if deleting else []
-        holders = await self.lease_holders(s.id for s in selected)
+        holders = await self._leasing.lease_holders(s.id for s in selected)
         leased = tuple(
             s.id
             for s in selected
@@ -209,10 +219,10 @@ class Retention(Finding, Leasing):
         """Steps 2-5 of the module docstring; None when a live owner took the session first
         (or it is gone)."""
         try:
-            await self.acquire_lease(session_id, PRUNE_OWNER, ttl=_PRUNE_LEASE_TTL)
+            await self._leasing.acquire_lease(session_id, PRUNE_OWNER, ttl=_PRUNE_LEASE_TTL)
         except (SessionLeasedError, SessionNotFoundError):
             return None
-        revision = await self.revision(session_id)
+        revision = await self._reading.revision(session_id)
         path = archive_path(directory, session_id)
         legacy = legacy_archive_path(directory, session_id)
         if legacy != path and await self._archive_matches(legacy, session_id):
@@ -224,13 +234,13 @@ class Retention(Finding, Leasing):
                     f"the archive {path} of session {session_id!r} does not read back as its "
                     "export: the session was not deleted"
                 )
-        if await self.revision(session_id) != revision:
+        if await self._reading.revision(session_id) != revision:
             raise StoreError(
                 f"session {session_id!r} changed while it was archived (an append without a "
                 "lease): it was not deleted; run prune again"
             )
         with contextlib.suppress(SessionNotFoundError):
-            await self.delete(session_id)
+            await self._writing.delete(session_id)
         return path
 
     async def _checkpoint_rows(self, session_id: str) -> list[CheckpointRow]:
@@ -249,7 +259,7 @@ class Retention(Finding, Leasing):
         total = 0
         before: SessionSummary | None = None
         while True:
-            page = await self.list(limit=500, before=before, tag=tag)
+            page = await self._listing.list(limit=500, before=before, tag=tag)
             for summary in page:
                 if summary.id in deleting:
                     continue

@@ -9,8 +9,9 @@ database names, `SEARCH_CONFIG` unless `set_search_config` chose another) with a
 Rows go with their session (ON DELETE CASCADE). `fill_index` (revision 0010, `reindex`)
 rebuilds it from the log.
 
-Everything here runs on a SQLAlchemy connection (the migration's, or a recorder's
-``run_maintenance``), in Core, with the two backends' match expressions as the only text.
+Everything here runs on a SQLAlchemy connection (the migration's, or the one a backend's
+package hands the index's named operations, `index_ops`), in Core, with the two backends'
+match expressions as the only text.
 """
 
 from __future__ import annotations

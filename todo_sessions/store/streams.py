@@ -1,15 +1,16 @@
-"""Paged streams and follow, with reconnect back-off."""
+"""Paged streams and follow, with reconnect back-off (a part of `SessionStore`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..core.envelope import SessionEvent
 from ..errors import StoreUnavailableError
+from .base import StoreCore
 from .reading import Reading
 from .reads import check_from_seq
 from .recorder import Recorder
@@ -36,17 +37,16 @@ async def _translated_wait(recorder: Recorder, session_id: str) -> AsyncIterator
             yield translated
 
 
-class Streams(Reading):
-    """`stream` and `follow` of `SessionStore`."""
+class Streams:
+    """`stream` and `follow` of `SessionStore` (documented there)."""
+
+    def __init__(self, core: StoreCore, reading: Reading) -> None:
+        self._reading = reading
+        self.page_size, self._ready = core.page_size, core.ready
 
     async def stream(
         self, session_id: str, from_seq: int = 0, *, page_size: int | None = None
-    ) -> AsyncIterator[SessionEvent]:
-        """Like `read_from`, as an async iterator reading ``page_size`` events per query.
-
-        Each page is its own short read transaction, so no transaction stays open while the
-        caller works, and memory stays flat for any session size.
-        """
+    ) -> AsyncGenerator[SessionEvent, None]:
         check_from_seq(from_seq)
         async for event in self._pages(session_id, from_seq, page_size or self.page_size, None):
             yield event
@@ -59,20 +59,7 @@ class Streams(Reading):
         poll_interval: float = 0.05,
         page_size: int | None = None,
         reconnect_timeout: float = 30.0,
-    ) -> AsyncIterator[SessionEvent]:
-        """The stored events from ``from_seq``, then each new one as any process appends it,
-        in seq order with no gaps or duplicates. Runs until the caller stops iterating (or the
-        session is deleted: `SessionNotFoundError`). Closing the iterator releases what it
-        holds.
-
-        On PostgreSQL a follower sleeps until a notification for the session (all followers of
-        a store share one listening connection outside the pool); on SQLite it polls every
-        ``poll_interval`` seconds.
-
-        A lost connection does not end it: the follower reconnects and goes on from the last
-        event it yielded. Only when the database stays unreachable for ``reconnect_timeout``
-        seconds does it raise `StoreUnavailableError` (a `StoreError`).
-        """
+    ) -> AsyncGenerator[SessionEvent, None]:
         check_from_seq(from_seq)
         if reconnect_timeout < 0:
             raise ValueError("reconnect_timeout must be >= 0")
@@ -114,7 +101,7 @@ class Streams(Reading):
 
         while True:
             try:
-                page = (await self._read_events(session_id, seq, size))[1]
+                page = (await self._reading.read_events(session_id, seq, size))[1]
             except StoreUnavailableError as exc:
                 if wait is None:
                     raise

@@ -1,4 +1,4 @@
-"""Writing a session: create, the validated append, delete."""
+"""Writing a session: create, the validated append, delete (a part of `SessionStore`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from ..errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from .backends import BackendRecorder
+from .base import StoreCore
 from .batch import AppendBatch, projection_of
 from .codec import event_row, header_row
 from .keying import check_append_key, remember
@@ -48,11 +50,35 @@ def _append_failed(exc: Exception, session_id: str, first: int) -> NoReturn:
     raise AssertionError("unreachable: translate_errors re-raises what it catches")
 
 
-class Writing(Reading):
-    """The write operations of `SessionStore` (leases and checkpoints aside)."""
+class Writing:
+    """The write operations of `SessionStore` (leases and checkpoints aside; documented
+    there)."""
+
+    def __init__(self, core: StoreCore, reading: Reading) -> None:
+        self._core, self._reading = core, reading
+        # the core's members the writes use, bound once (the append reads them per call)
+        self.read_only, self.strict, self._clock = core.read_only, core.strict, core.clock
+        self._search_index, self._chain_key = core.search_index, core.chain_key
+        self._pending, self._checkers = core.pending, core.checkers
+        self._ready, self._call, self._token = core.ready, core.call, core.token
+        self._check_writable = core.check_writable
+
+    @property
+    def _recorder(self) -> BackendRecorder | None:
+        """The core's recorder: None until the store is opened."""
+        return self._core.recorder
+
+    async def _current_token(self, session_id: str) -> str:
+        row = await self._call(
+            f"reading session {session_id!r}", lambda r: r.find_session(session_id)
+        )
+        if row is not None:
+            return self._token(row.incarnation, row.revision)
+        if session_id in self._pending:
+            return self._token("", 0)
+        raise SessionNotFoundError(session_id)
 
     async def create(self, header: SessionHeader) -> None:
-        """Register a new session. Nothing is written until its first non-empty append."""
         if not isinstance(header, SessionHeader):
             raise TypeError(f"create() takes a SessionHeader, got {type(header).__name__}")
         if header.format_version > FORMAT_VERSION:
@@ -73,18 +99,6 @@ class Writing(Reading):
     async def append(
         self, session_id: str, events: Iterable[EventInput], *, lease: Lease | None = None
     ) -> str:
-        """Append a contiguous batch starting at the stored next seq, all or nothing.
-
-        Returns the new revision token. Raises `SeqConflictError` when the batch does not start
-        at the stored next seq (another writer was first, or a replay), `InvalidEventError` for
-        a malformed event, `SessionNotFoundError` for an id with neither a stored log nor a
-        pending `create`. An empty batch writes nothing and returns the current token.
-        Events that already passed `validate_event` are not checked again.
-
-        With ``lease`` (from `acquire_lease`), the append checks inside its own transaction
-        that the lease is still held and unexpired, else raises `LeaseLostError` and writes
-        nothing (fencing; `SessionService` passes its leases here).
-        """
         check_session_id(session_id)
         if self.read_only:
             self._check_writable(f"append to session {session_id!r}")
@@ -114,7 +128,7 @@ class Writing(Reading):
             rows.append(event_row(session_id, event))
             if event.type in PROJECTED_TYPES:
                 projected.append(event)
-        await check_append_key(self, session_id, first)  # a keyed chain needs the key
+        await check_append_key(self._core, session_id, first)  # a keyed chain needs the key
         checker = await self._strict_checker(session_id, batch) if self.strict else None
         pending = self._pending.get(session_id)
         inherited = pending.seed_length if pending is not None else None
@@ -137,7 +151,7 @@ class Writing(Reading):
             _append_failed(exc, session_id, first)
         if pending is not None:
             self._pending.pop(session_id, None)
-        remember(self, session_id, first + len(batch))
+        remember(self._core, session_id, first + len(batch))
         if checker is not None:
             self._checkers[session_id] = checker
         return self._token(incarnation, revision)
@@ -156,7 +170,7 @@ class Writing(Reading):
         if cached is None or cached.next_seq != batch[0].seq:
             cached = StructureChecker()
             if session_id not in self._pending:
-                for event in await self.read_from(session_id):
+                for event in await self._reading.read_from(session_id):
                     cached.advance(event)
         if cached.next_seq != batch[0].seq:
             return None
@@ -166,7 +180,6 @@ class Writing(Reading):
         return checker
 
     async def delete(self, session_id: str) -> None:
-        """Remove a session and all its events (the only way rows ever leave)."""
         check_session_id(session_id)
         self._check_writable(f"delete session {session_id!r}")
         recorder = await self._ready()
