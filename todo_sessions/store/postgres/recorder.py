@@ -366,9 +366,6 @@ class PostgresRecorder(SnapshotReads, IndexOperations, PlannedWrites):
     async def _on_sa(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         return await self._pool.run_sync(fn, write=write)
 
-    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        return await self._on_sa(fn, write=write)
-
     async def close(self) -> None:
         await self._idle_index.close()
         await self._pool.close()

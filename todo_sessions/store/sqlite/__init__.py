@@ -23,7 +23,7 @@ thread of the store.
   connection, inside ``BEGIN IMMEDIATE`` (`_write`, the one write transaction of this module;
   the group commit adds savepoints): one write stack. The statements are compiled once per
   namespace from the SQLAlchemy Core definitions (`namespace.Namespace.compiled`).
-- Migrations (and the maintenance hatch, `run_maintenance`) get a SQLAlchemy connection
+- Migrations (`run_locked`) get a SQLAlchemy connection
   wrapping the writer's own ``sqlite3`` connection (a ``StaticPool`` engine that exists only on
   the writer thread), so alembic and the Core table definitions stay the single source of
   schema and SQL.
@@ -51,7 +51,7 @@ thread of the store.
   2, 5, 10, ... 100 ms (``sqlite3`` cannot install another), far longer than another
   process's append holds the lock. Not shorter than 1 ms: each try pins the WAL for a moment,
   and tries every 20 µs kept the WAL from starting over, a checkpoint per commit
-  (`driver._FIRST_WAIT`). Migrations, the maintenance hatch and the integrity check run with
+  (`driver._FIRST_WAIT`). Migrations, search catch-ups and the integrity check run with
   the configured busy timeout (`_Writer.configured_timeout`).
 
 Why our own threads and not aiosqlite's connections: aiosqlite runs each *statement* as a hop

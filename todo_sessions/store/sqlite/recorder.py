@@ -142,9 +142,6 @@ class SQLiteRecorder(SnapshotReads, IndexOperations, PlannedWrites):
         writer = self._the_writer()
         return await writer.call(with_sa, writer, fn, write)
 
-    async def run_maintenance(self, fn: Callable[[Connection], T], *, write: bool) -> T:
-        return await self._on_sa(fn, write=write)
-
     async def close(self) -> None:
         writer, readers = self._writer, self._readers
         self._writer = self._readers = None

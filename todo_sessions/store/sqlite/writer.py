@@ -110,7 +110,7 @@ class Writer:
     @contextlib.contextmanager
     def configured_timeout(self) -> Iterator[sqlite3.Connection]:
         """The writer's connection with the configured busy timeout, for code other than
-        this module's write transactions (migrations, the maintenance hatch, the integrity
+        this module's write transactions (migrations, the search catch-up, the integrity
         check): SQLite's own busy handler, as on every other connection."""
         conn = self.connection()
         if not self.own_waits:
