@@ -49,6 +49,7 @@ from ._opencode_read import (
     read_export,
 )
 from .base import IMPORT_KEY, VERBATIM_TYPE, FileResult, SourceFile, compact_json
+from .paths import in_order, stored_ids
 
 __all__ = ["MESSAGE_TYPE", "SESSION_TYPE", "OpencodeImporter", "session_id_for"]
 
@@ -158,7 +159,9 @@ def _pending(
     message was left for later (opencode is still at work on the session)."""
     messages = snapshot.messages
     done = [_complete(m) for m in messages]
-    later_done = [any(done[i + 1 :]) for i in range(len(messages))]
+    later_done = [False] * len(messages)  # whether a message after it is complete
+    for i in range(len(messages) - 2, -1, -1):
+        later_done[i] = done[i + 1] or later_done[i + 1]
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         mid = message["info"]["id"]
@@ -300,15 +303,17 @@ async def _untouched(store: SessionStore, source: SourceFile) -> bool:
     return _same_fingerprint(summary.metadata.get(IMPORT_KEY), source)
 
 
-async def _import_once(store: SessionStore, source: SourceFile, result: FileResult) -> None:
-    if await _untouched(store, source):
+async def _import_once(
+    store: SessionStore, source: SourceFile, result: FileResult, new: bool
+) -> None:
+    if not new and await _untouched(store, source):
         return
     snapshot = await asyncio.to_thread(_read, source)
     if snapshot is None:
         result.status = "error"
         result.message = f"{source.path}: no session {source.key.get('session')}"
         return
-    state = await _fold(store, source.session_id)
+    state = None if new else await _fold(store, source.session_id)
     position = None if state is None else state.metadata.get(IMPORT_KEY)
     if state is not None and not (
         isinstance(position, dict) and position.get("agent") == "opencode"
@@ -425,34 +430,41 @@ class OpencodeImporter:
     async def import_sources(
         self, store: SessionStore, sources: Sequence[SourceFile]
     ) -> list[FileResult]:
-        """`import_source` of each, in order; the import positions of the sessions imported
-        before are read at once, so that the sessions opencode has not written to since are
-        passed over without a read each (polling a large database)."""
+        """`import_source` of each, a few at once (`in_order`: a child session after its
+        parent's); the sessions stored and the import positions of those imported before are
+        read at once (two listings), so that the sessions opencode has not written to since
+        are passed over without a read each (polling a large database), and a new session's
+        log is not read."""
         positions: dict[str, Any] = {}
-        if any(s.key.get("fingerprint") is not None for s in sources):
-            async for summary in list_all(store, tag=AGENT_TAG):
-                positions[summary.id] = summary.metadata.get(IMPORT_KEY)
-        return [
-            FileResult(source.path, source.session_id)
-            if _same_fingerprint(positions.get(source.session_id), source)
-            else await self.import_source(store, source)
-            for source in sources
-        ]
+        async for summary in list_all(store, tag=AGENT_TAG):
+            positions[summary.id] = summary.metadata.get(IMPORT_KEY)
+        stored = await stored_ids(store, sources)
 
-    async def import_source(self, store: SessionStore, source: SourceFile) -> FileResult:
+        async def one(source: SourceFile) -> FileResult:
+            if _same_fingerprint(positions.get(source.session_id), source):
+                return FileResult(source.path, source.session_id)
+            return await self.import_source(store, source, new=source.session_id not in stored)
+
+        return await in_order(sources, one)
+
+    async def import_source(
+        self, store: SessionStore, source: SourceFile, *, new: bool = False
+    ) -> FileResult:
         """Import what is new in one opencode session (see the module docstring); never
         raises for the database's or file's content, reporting it in the `FileResult`
-        (``lines``: the messages appended)."""
+        (``lines``: the messages appended). ``new``: the store was found without the session
+        just before, so its log is not read (another writer first: read after all)."""
         result = FileResult(source.path, source.session_id)
         if source.key.get("kind") == "error":
             result.status, result.message = "error", str(source.key.get("message"))
             return result
         for _ in range(MAX_TRIES):
             try:
-                await _import_once(store, source, result)
+                await _import_once(store, source, result, new)
                 return result
             except (SeqConflictError, SessionExistsError):
                 result = FileResult(source.path, source.session_id)
+                new = False
             except (OSError, sqlite3.Error, ValueError) as exc:
                 result.status, result.message = "error", f"{source.path}: {exc}"
                 return result
