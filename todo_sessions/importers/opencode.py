@@ -37,9 +37,17 @@ from ..core.types import SESSION_META
 from ..errors import InvalidEventError, SeqConflictError, SessionExistsError, SessionNotFoundError
 from ..integrations._common import Batch, LogState, list_all, now_ms
 from ..store.store import SessionStore
-from ._opencode_map import MESSAGE_TYPE, PART_KINDS, SESSION_TYPE, OpencodeState, map_message
+from ._opencode_map import (
+    MESSAGE_TYPE,
+    PART_KINDS,
+    SESSION_TYPE,
+    OpencodeState,
+    map_message,
+    pending_messages,
+)
 from ._opencode_read import (
     SQLITE_MAGIC,
+    DbReader,
     Snapshot,
     default_paths,
     export_problem,
@@ -134,52 +142,13 @@ def _candidates(root: Path) -> list[Path]:
 # -- one import ------------------------------------------------------------------------------
 
 
-def _read(source: SourceFile) -> Snapshot | None:
+def _read(source: SourceFile, reader: DbReader | None) -> Snapshot | None:
     if source.key.get("kind") == "db":
+        if reader is not None:
+            return reader.read(str(source.key["session"]))
         return read_db_session(source.path, str(source.key["session"]))
     snapshot = read_export(source.path)
     return snapshot if snapshot.info.get("id") == source.key.get("session") else None
-
-
-def _complete(message: Mapping[str, Any]) -> bool:
-    info = message["info"]
-    time = info.get("time")
-    if info.get("role") == "assistant":
-        return info.get("error") is not None or (
-            isinstance(time, dict) and time.get("completed") is not None
-        )
-    return "summary" in info
-
-
-def _pending(
-    snapshot: Snapshot, state: OpencodeState, result: FileResult
-) -> tuple[list[dict[str, Any]], bool]:
-    """The messages to append: those not kept yet, complete, in order up to the first one
-    that is not (reported); kept messages that changed since are reported. And whether a
-    message was left for later (opencode is still at work on the session)."""
-    messages = snapshot.messages
-    done = [_complete(m) for m in messages]
-    later_done = [False] * len(messages)  # whether a message after it is complete
-    for i in range(len(messages) - 2, -1, -1):
-        later_done[i] = done[i + 1] or later_done[i + 1]
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        mid = message["info"]["id"]
-        kept = state.messages.get(mid)
-        if kept is not None:
-            if json.loads(kept) != message:
-                result.warnings.append(
-                    f"{result.path}: message {mid} changed after it was imported; kept as imported"
-                )
-            continue
-        if not (done[i] or (message["info"].get("role") == "user" and later_done[i])):
-            result.warnings.append(
-                f"{result.path}: message {mid} is not complete yet (opencode is still "
-                "writing it, or was stopped); left for the next import"
-            )
-            return out, True
-        out.append(message)
-    return out, False
 
 
 def _unknown(messages: Iterable[Mapping[str, Any]], result: FileResult) -> None:
@@ -304,11 +273,15 @@ async def _untouched(store: SessionStore, source: SourceFile) -> bool:
 
 
 async def _import_once(
-    store: SessionStore, source: SourceFile, result: FileResult, new: bool
+    store: SessionStore,
+    source: SourceFile,
+    result: FileResult,
+    new: bool,
+    reader: DbReader | None,
 ) -> None:
     if not new and await _untouched(store, source):
         return
-    snapshot = await asyncio.to_thread(_read, source)
+    snapshot = await asyncio.to_thread(_read, source, reader)
     if snapshot is None:
         result.status = "error"
         result.message = f"{source.path}: no session {source.key.get('session')}"
@@ -321,7 +294,7 @@ async def _import_once(
         result.status = "conflict"
         result.message = f"session {source.session_id} exists and was not imported from opencode"
         return
-    fresh, busy = _pending(snapshot, state or OpencodeState(), result)
+    fresh, busy = pending_messages(snapshot.messages, state or OpencodeState(), result)
     _unknown(fresh, result)
     kept = len(state.messages) if state is not None else 0
     new_position = {
@@ -439,28 +412,40 @@ class OpencodeImporter:
         async for summary in list_all(store, tag=AGENT_TAG):
             positions[summary.id] = summary.metadata.get(IMPORT_KEY)
         stored = await stored_ids(store, sources)
+        readers = {s.path: DbReader(s.path) for s in sources if s.key.get("kind") == "db"}
 
         async def one(source: SourceFile) -> FileResult:
             if _same_fingerprint(positions.get(source.session_id), source):
                 return FileResult(source.path, source.session_id)
-            return await self.import_source(store, source, new=source.session_id not in stored)
+            new = source.session_id not in stored
+            return await self.import_source(store, source, new=new, reader=readers.get(source.path))
 
-        return await in_order(sources, one)
+        try:
+            return await in_order(sources, one)
+        finally:
+            for reader in readers.values():
+                reader.close()
 
     async def import_source(
-        self, store: SessionStore, source: SourceFile, *, new: bool = False
+        self,
+        store: SessionStore,
+        source: SourceFile,
+        *,
+        new: bool = False,
+        reader: DbReader | None = None,
     ) -> FileResult:
         """Import what is new in one opencode session (see the module docstring); never
         raises for the database's or file's content, reporting it in the `FileResult`
         (``lines``: the messages appended). ``new``: the store was found without the session
-        just before, so its log is not read (another writer first: read after all)."""
+        just before, so its log is not read (another writer first: read after all);
+        ``reader``: the database's connection to read with (one of its own otherwise)."""
         result = FileResult(source.path, source.session_id)
         if source.key.get("kind") == "error":
             result.status, result.message = "error", str(source.key.get("message"))
             return result
         for _ in range(MAX_TRIES):
             try:
-                await _import_once(store, source, result, new)
+                await _import_once(store, source, result, new, reader)
                 return result
             except (SeqConflictError, SessionExistsError):
                 result = FileResult(source.path, source.session_id)
