@@ -299,6 +299,23 @@ class _Retry(Exception):
 # -- importing a file -------------------------------------------------------------------------
 
 
+async def _position(store: SessionStore, session_id: str) -> dict[str, Any] | None:
+    """The import position a stored session keeps (`_kept`); None when the store has no
+    such session."""
+    try:
+        summary = await store.summary(session_id)
+    except SessionNotFoundError:
+        return None
+    return _kept(summary.metadata)
+
+
+def _kept(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The import position in a session's metadata, ``{}`` when it keeps none (a session not
+    imported from a file)."""
+    position = metadata.get(IMPORT_KEY)
+    return position if isinstance(position, dict) and "agent" in position else {}
+
+
 async def _fold(store: SessionStore, importer: Importer, session_id: str) -> LogState | None:
     state = importer.new_state()
     try:
@@ -352,22 +369,37 @@ async def _import_once(
     result: FileResult,
     max_line: int,
     new: bool,
+    quick: bool = True,
 ) -> FileResult:
-    state = None if new else await _fold(store, importer, source.session_id)
-    position = None if state is None else state.metadata.get(IMPORT_KEY)
-    if state is not None and not (
-        isinstance(position, dict) and position.get("agent") == importer.name
-    ):
+    # Where the last import ended, from the session's summary (one row) rather than its log
+    # (``quick``): a file with nothing new since is passed over without reading the log.
+    state = None
+    if new:
+        position = None
+    elif quick:
+        position = await _position(store, source.session_id)
+    else:
+        state = await _fold(store, importer, source.session_id)
+        position = None if state is None else _kept(state.metadata)
+    if position is not None and position.get("agent") != importer.name:
         result.status = "conflict"
         result.message = f"session {source.session_id} exists and was not imported from a file"
         return result
-    read = await asyncio.to_thread(_read_from, source.path, position)
+    read = await asyncio.to_thread(_read_from, source.path, position or None)
+    if quick and position is not None and read is not None and read.lines:
+        state = await _fold(store, importer, source.session_id)
+        if state is None or _kept(state.metadata) != position:  # another writer was first
+            return await _import_once(store, importer, source, result, max_line, False, False)
     if read is None:
         result.status = "rewritten"
+        lines = position["lines"] if position else 0
         result.message = (
-            f"{source.path} no longer starts with the {position['lines'] if position else 0} "
-            "lines imported before (rewritten or truncated); left alone"
+            f"{source.path} no longer starts with the {lines} lines imported before "
+            "(rewritten or truncated); left alone"
         )
+        return result
+    if position is not None and not read.lines:
+        _warn_bad(result, {}, read.partial)
         return result
     plan = _plan(importer, read, result, max_line)
     _warn_bad(result, plan.bad, read.partial)
