@@ -57,7 +57,7 @@ from ._opencode_read import (
     read_export,
 )
 from .base import IMPORT_KEY, VERBATIM_TYPE, FileResult, SourceFile, compact_json
-from .paths import in_order, stored_ids
+from .paths import in_order
 
 __all__ = ["MESSAGE_TYPE", "SESSION_TYPE", "OpencodeImporter", "session_id_for"]
 
@@ -404,20 +404,20 @@ class OpencodeImporter:
         self, store: SessionStore, sources: Sequence[SourceFile]
     ) -> list[FileResult]:
         """`import_source` of each, a few at once (`in_order`: a child session after its
-        parent's); the sessions stored and the import positions of those imported before are
-        read at once (two listings), so that the sessions opencode has not written to since
-        are passed over without a read each (polling a large database), and a new session's
-        log is not read."""
+        parent's); the import positions of the sessions imported before are read at once (one
+        listing of the opencode sessions), so that the sessions opencode has not written to
+        since are passed over without a read each (polling a large database), and a session
+        not among them is taken for new: its log is not read (a session of that id that was
+        not imported from opencode is found by the append, and reported)."""
         positions: dict[str, Any] = {}
         async for summary in list_all(store, tag=AGENT_TAG):
             positions[summary.id] = summary.metadata.get(IMPORT_KEY)
-        stored = await stored_ids(store, sources)
         readers = {s.path: DbReader(s.path) for s in sources if s.key.get("kind") == "db"}
 
         async def one(source: SourceFile) -> FileResult:
             if _same_fingerprint(positions.get(source.session_id), source):
                 return FileResult(source.path, source.session_id)
-            new = source.session_id not in stored
+            new = source.session_id not in positions
             return await self.import_source(store, source, new=new, reader=readers.get(source.path))
 
         try:
