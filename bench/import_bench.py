@@ -14,11 +14,16 @@ median 3), each turn a copy of the committed fixture's turn:
 - codex: rollout files, a ``session_meta`` line then turns of 19 lines (a prompt, reasoning,
   an ``update_plan`` call, a shell call, their outputs, an answer, token counts);
 - claude-code: transcripts, a ``file-history-snapshot`` line then turns of 11 lines (a prompt,
-  ``TodoWrite`` calls, a ``Bash`` call, their results, an answer).
+  ``TodoWrite`` calls, a ``Bash`` call, their results, an answer);
+- opencode: one ``opencode.db`` (opencode's tables), each pair of sessions a copy of the
+  committed fixture's main session (9 complete messages: prompts, ``todowrite`` calls, a
+  ``bash`` call, a delegated ``task``, a compaction) and its sub-agent's session (2 messages);
+  a "line" is a message (its row and its parts' rows).
 
 Rows, in the same round, alternating which goes first:
 
-- read: every file read and each line parsed with ``json.loads`` (the floor any importer pays);
+- read: every file read and each line parsed with ``json.loads`` (the floor any importer pays;
+  opencode: each session's message and part rows selected and their JSON parsed);
 - import: `import_paths` with the agent's importer into a new SQLite file store (the whole
   pipeline: discovery, reading, mapping, the appends, the search index).
 
@@ -41,6 +46,8 @@ import gc
 import json
 import os
 import random
+import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -57,6 +64,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests/fixtures/importers"
 CODEX_FIXTURE = next((FIXTURES / "codex/sessions").rglob("rollout-*0199d0a4*.jsonl"))
 CLAUDE_FIXTURE = next((FIXTURES / "claude-code/projects").glob("*/*.jsonl"))
+OPENCODE_FIXTURE = FIXTURES / "opencode"
+OPENCODE_OPEN = "msg_fix0010asst000000000010"
+"""The fixture's message still being written: left out of the corpus (every message counts)."""
 
 
 def turns(rng: random.Random) -> int:
@@ -99,13 +109,46 @@ def claude_corpus(root: Path, sessions: int, seed: int = 7) -> int:
     return total
 
 
+def opencode_corpus(root: Path, sessions: int, seed: int = 7) -> int:
+    """``sessions`` (rounded up to even) sessions in ``root/opencode.db``: the fixture's two,
+    copied with new ids."""
+    rows = (OPENCODE_FIXTURE / "sessions.sql").read_text(encoding="utf-8").splitlines()
+    rows = [r for r in rows if r.startswith("INSERT") and OPENCODE_OPEN not in r]
+    project = [r for r in rows if r.startswith("INSERT INTO project")]
+    copied = "\n".join(r for r in rows if r not in project)
+    root.mkdir(parents=True)
+    with sqlite3.connect(root / "opencode.db") as db:
+        db.executescript((OPENCODE_FIXTURE / "schema.sql").read_text(encoding="utf-8"))
+        db.executescript("\n".join(project))
+        for n in range((sessions + 1) // 2):
+            db.executescript(re.sub(r"_fix", f"_b{n:07d}", copied))
+    return read_opencode(root)
+
+
 CORPUS: dict[str, Callable[[Path, int], int]] = {
     "codex": codex_corpus,
     "claude-code": claude_corpus,
+    "opencode": opencode_corpus,
 }
 
 
+def read_opencode(root: Path) -> int:
+    """Every session's messages and parts, selected and parsed (``json.loads``) one session
+    at a time: the messages counted."""
+    count = 0
+    with sqlite3.connect(f"{(root / 'opencode.db').as_uri()}?mode=ro", uri=True) as db:
+        for (sid,) in db.execute("SELECT id FROM session ORDER BY time_created, id").fetchall():
+            for (data,) in db.execute("SELECT data FROM message WHERE session_id = ?", (sid,)):
+                json.loads(data)
+                count += 1
+            for (data,) in db.execute("SELECT data FROM part WHERE session_id = ?", (sid,)):
+                json.loads(data)
+    return count
+
+
 def read_all(root: Path) -> int:
+    if (root / "opencode.db").exists():
+        return read_opencode(root)
     count = 0
     for path in sorted(root.rglob("*.jsonl")):
         with path.open("rb") as handle:
@@ -234,7 +277,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--agents", default="codex,claude-code")
+    parser.add_argument("--agents", default="codex,claude-code,opencode")
     parser.add_argument("--follow-lines", type=int, default=100)
     parser.add_argument("--interval", type=float, default=None)
     args = parser.parse_args()

@@ -153,8 +153,9 @@ class _LateData(BaseModel):
     reason: Literal["ok"]
 
 
+@pytest.mark.parametrize("how", ["append", "append_all"])
 def test_a_type_of_a_vocabulary_not_yet_loaded_is_known_before_the_append_validates(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     name = "test/late-vocabulary"
     for table in (registry._REGISTRY, registry._CHECKS):  # gone again after the test
@@ -172,7 +173,10 @@ def test_a_type_of_a_vocabulary_not_yet_loaded_is_known_before_the_append_valida
     monkeypatch.setattr(_vocabularies, "load_vocabularies", load)
     session = Session(SessionHeader(id="s", created_at=1))
     with pytest.raises(InvalidEventError) as caught:  # validated: the vocabulary was loaded
-        session.append(name, {"reason": "other"}, ignorable=True)
+        if how == "append":
+            session.append(name, {"reason": "other"}, ignorable=True)
+        else:  # not ignorable: without the vocabulary, refused as an unknown type
+            session.append_all([PendingEvent(name, {"reason": "other"})])
     assert (caught.value.event_type, caught.value.field) == (name, "data.reason")
     assert loads == [name] and session.events == []
     session.append(name, {"reason": "ok"}, ignorable=True)

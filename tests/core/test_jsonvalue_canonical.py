@@ -349,7 +349,12 @@ def test_float_form_differs() -> None:
     assert not jsonvalue._float_form_differs("[0.0001]")
     assert not jsonvalue._float_form_differs("[1e-10]")  # two-digit exponents match repr
     assert not jsonvalue._float_form_differs("[0.01,1.000]")
-    assert not jsonvalue._float_form_differs("[1.5e16]")
+    assert jsonvalue._float_form_differs("[1.5e16]") is False
+    assert jsonvalue._float_form_differs("1e-7")  # the value itself
+    assert jsonvalue._float_form_differs('{"a":[1,-1.2345678901234567e-5]}')
+    assert jsonvalue._float_form_differs('{"id":"5f0c6d7e-1a2b","x":3e-5}')
+    # text that merely looks like an exponent is not a float: a UUID's "7e-1a", a word
+    assert jsonvalue._float_form_differs('{"id":"5f0c6d7e-1a2b","n":"e-1","w":"a1e-2"}') is False
 
 
 def test_orjson_writes_what_the_stdlib_writes() -> None:

@@ -1,9 +1,10 @@
-"""Everything works on imported sessions (issue #37, item 3): Claude Code and Codex sessions
-imported with ``todo-sessions import --from`` into one store, then read by every command
-(``list --agent``, ``show``, ``todos``, ``messages --format``, ``search``, ``verify``, ``fork``,
-``prune`` and ``export --format``), the viewer, the ACP agent (``session/list`` and
-``session/load``: an editor replays a Codex session with its plan) and the project's own agent
-loop, which resumes an imported session and runs a turn of it."""
+"""Everything works on imported sessions (issue #37, item 3): Claude Code, Codex and opencode
+sessions imported with ``todo-sessions import --from`` into one store (the committed corpus of
+tests/fixtures/importers), then read by every command (``list --agent``, ``show``, ``todos``,
+``messages --format``, ``search``, ``verify``, ``fork``, ``prune`` and ``export --format``),
+the viewer, the ACP agent (``session/list`` and ``session/load``: an editor replays each agent's
+session with its plan) and the project's own agent loop, which resumes an imported session and
+runs a turn of it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import gzip
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,17 @@ CODEX_FILE = next(CODEX_ROOT.rglob("rollout-*0199d0a4*.jsonl"))
 CLAUDE = "claude-95d5d53db1194bcd-5f0c6d7e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
 """The store id of CLAUDE_FILE (the SDK mirror's: a hash of the project key, the session id)."""
 PLAN = [("Read cli.py", "completed"), ("Add the --json flag", "completed")]
+OPENCODE_CORPUS = FIXTURES / "opencode"
+OPENCODE = "opencode-ses_fixmain0000000000000001"
+OPENCODE_CHILD = "opencode-ses_fixchild000000000000001"
+OPENCODE_PLAN = [("Reproduce the failure", "completed"), ("Fix the parser", "completed")]
+AGENTS = ("codex", "claude-code", "opencode")
+SAID = {"codex": "Add a --json flag", "claude-code": "Add a --json flag", "opencode": "parser.py"}
+"""Text each agent's user wrote, found again in every view of its session."""
+PLANS = {"codex": PLAN, "claude-code": PLAN, "opencode": OPENCODE_PLAN}
+PLAN_TOOLS = {"codex": "update_plan", "claude-code": "TodoWrite", "opencode": "todowrite"}
+SEARCHED = {"codex": "update_plan", "claude-code": "TodoWrite", "opencode": "empty input"}
+"""A query that finds text of each agent's session (the agents' own words and tool names)."""
 
 
 def cli(db: str, *args: str, code: int = 0) -> Result:
@@ -39,12 +52,29 @@ def cli(db: str, *args: str, code: int = 0) -> Result:
     return result
 
 
+def opencode_db(directory: Path) -> Path:
+    """The opencode corpus database (opencode's tables, hand-written rows), as
+    tests/importers/test_opencode.py builds it."""
+    path = directory / "opencode.db"
+    with sqlite3.connect(path) as db:
+        db.executescript((OPENCODE_CORPUS / "schema.sql").read_text(encoding="utf-8"))
+        db.executescript((OPENCODE_CORPUS / "sessions.sql").read_text(encoding="utf-8"))
+    return path
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("everywhere") / "agents.db"
+    folder = tmp_path_factory.mktemp("everywhere")
+    path = folder / "agents.db"
     cli(str(path), "import", "--from", "codex", str(CODEX_ROOT))
     cli(str(path), "import", "--from", "claude-code", str(CLAUDE_ROOT))
+    cli(str(path), "import", "--from", "opencode", str(opencode_db(folder)))
     return str(path)
+
+
+def session_of(db: str, agent: str) -> str:
+    """The main session of ``agent`` in the store."""
+    return {"codex": CODEX, "opencode": OPENCODE}.get(agent) or claude_id(db)
 
 
 @pytest.fixture
@@ -67,34 +97,59 @@ def test_list_filters_by_agent(db: str) -> None:
     everything = {s["id"] for s in json.loads(cli(db, "list", "--json").stdout)}
     codex = {s["id"] for s in json.loads(cli(db, "list", "--agent", "codex", "--json").stdout)}
     claude = json.loads(cli(db, "list", "--agent", "claude-code", "--json").stdout)
+    opencode = json.loads(cli(db, "list", "--agent", "opencode", "--json").stdout)
     assert codex == {CODEX, CODEX_CHILD}
-    assert len(claude) == 2 and codex | {s["id"] for s in claude} == everything
-    assert json.loads(cli(db, "list", "--agent", "opencode", "--json").stdout) == []
+    assert {s["id"] for s in opencode} == {OPENCODE, OPENCODE_CHILD}
+    assert len(claude) == 2
+    assert codex | {s["id"] for s in claude + opencode} == everything
     refused = cli(db, "list", "--agent", "codex", "--tag", "x", code=2)
     assert refused.stderr.startswith("error: --agent AGENT is --tag agent:AGENT")
 
 
-@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_show_todos_and_messages_in_every_provider_format(db: str, agent: str) -> None:
-    sid = CODEX if agent == "codex" else claude_id(db)
-    assert "Add a --json flag" in cli(db, "show", sid).stdout
+    sid = session_of(db, agent)
+    assert SAID[agent] in cli(db, "show", sid).stdout
     todos = json.loads(cli(db, "todos", sid, "--json").stdout)
-    assert [(t["content"], t["status"]) for t in todos] == PLAN
-    plain = json.loads(cli(db, "messages", sid, "--json").stdout)
-    assert plain[0]["role"] == "user"
+    assert [(t["content"], t["status"]) for t in todos] == PLANS[agent]
+    # the opencode session was compacted: the history the model sees now starts with the
+    # summary; before the compaction it is the prompt and the plan tool's calls
+    at = ["--at", str(asyncio.run(before_compaction(db, sid)))] if agent == "opencode" else []
+    now = json.loads(cli(db, "messages", sid, "--json").stdout)
+    assert now[0]["role"] == "user"
     for fmt, key in (("openai-chat", "role"), ("openai-responses", "type"), ("anthropic", "role")):
-        shaped = json.loads(cli(db, "messages", sid, "--format", fmt).stdout)
+        shaped = json.loads(cli(db, "messages", sid, "--format", fmt, *at).stdout)
         assert shaped and all(key in item for item in shaped)
-        assert "Add a --json flag" in json.dumps(shaped)
-    chat = json.loads(cli(db, "messages", sid, "--format", "openai-chat").stdout)
+        assert SAID[agent] in json.dumps(shaped)
+    chat = json.loads(cli(db, "messages", sid, "--format", "openai-chat", *at).stdout)
     calls = [c["function"]["name"] for m in chat for c in m.get("tool_calls", [])]
-    assert ("update_plan" if agent == "codex" else "TodoWrite") in calls
+    assert PLAN_TOOLS[agent] in calls
+    if at:
+        assert "the failing parser test was fixed" in json.dumps(now)
+        assert PLAN_TOOLS[agent] not in json.dumps(now)
 
 
-def test_search_finds_both_agents(db: str) -> None:
+async def before_compaction(db: str, sid: str) -> int:
+    """The seq before a session's first compaction summary."""
+    async with SessionStore(db) as store:
+        events = await store.read_from(sid)
+    return next(
+        e.seq - 1
+        for e in events
+        if e.type == "user/message" and e.payload.get("source", {}).get("kind") == "compaction"
+    )
+
+
+def hit_sessions(found: list[dict[str, Any]]) -> set[str]:
+    return {hit["session"] if "session" in hit else hit["sessionId"] for hit in found}
+
+
+def test_search_finds_every_agent(db: str) -> None:
     found = json.loads(cli(db, "search", "json flag", "--json").stdout)
-    sessions = {hit["session"] if "session" in hit else hit["sessionId"] for hit in found}
-    assert CODEX in sessions and claude_id(db) in sessions
+    assert {CODEX, claude_id(db)} <= hit_sessions(found)
+    for agent in AGENTS:
+        found = json.loads(cli(db, "search", SEARCHED[agent], "--json").stdout)
+        assert session_of(db, agent) in hit_sessions(found), agent
 
 
 def test_verify_reports_the_open_claude_turn_as_interrupted(db: str) -> None:
@@ -151,14 +206,15 @@ def test_the_viewer_shows_an_imported_sessions_plan(db: str) -> None:
 
     with TestClient(create_app(db, allowed_hosts=["testserver"])) as client:
         listed = {s["id"] for s in client.get("/api/sessions").json()["sessions"]}
-        assert {CODEX, claude_id(db)} <= listed
-        for sid in (CODEX, claude_id(db)):
+        assert {session_of(db, agent) for agent in AGENTS} <= listed
+        for agent in AGENTS:
+            sid = session_of(db, agent)
             state = client.get(f"/api/sessions/{sid}/state").json()
-            assert "Add the --json flag" in json.dumps(state["todos"])
+            assert [(t["content"], t["status"]) for t in state["todos"]] == PLANS[agent]
             page = client.get(f"/sessions/{sid}")
-            assert page.status_code == 200 and "Add a --json flag" in page.text
-        found = client.get("/api/search", params={"q": "json flag"}).json()
-        assert CODEX in json.dumps(found)
+            assert page.status_code == 200 and SAID[agent] in page.text
+            found = client.get("/api/search", params={"q": SEARCHED[agent]}).json()
+            assert sid in json.dumps(found), agent
 
 
 class _Conn:
@@ -171,37 +227,41 @@ class _Conn:
         self.sent.append(update_to_wire(update))
 
 
-async def test_acp_lists_and_replays_a_codex_session_with_its_plan(copy: str) -> None:
+@pytest.mark.parametrize("kind", AGENTS)
+async def test_acp_lists_and_replays_each_agents_session_with_its_plan(
+    copy: str, kind: str
+) -> None:
     pytest.importorskip("acp")
     from todo_sessions.acp.agent import TodoSessionsAgent
 
+    sid = {"codex": CODEX, "claude-code": CLAUDE, "opencode": OPENCODE}[kind]
     service = SessionService(SessionStore(copy))
     agent = TodoSessionsAgent(service)
     conn = _Conn()
     agent.on_connect(conn)  # type: ignore[arg-type]
     try:
         listed = [s.session_id for s in (await agent.list_sessions()).sessions]
-        assert CODEX in listed and CLAUDE in listed
-        await agent.load_session(cwd="/home/ada/proj", session_id=CODEX)
+        assert {CODEX, CLAUDE, OPENCODE} <= set(listed)
+        await agent.load_session(cwd="/home/ada/proj", session_id=sid)
         kinds = [u["sessionUpdate"] for u in conn.sent]
         plans = [u["entries"] for u in conn.sent if u["sessionUpdate"] == "plan"]
         assert "user_message_chunk" in kinds and "tool_call" in kinds
-        assert [(e["content"], e["status"]) for e in plans[-1]] == PLAN
+        assert [(e["content"], e["status"]) for e in plans[-1]] == PLANS[kind]
         said = "".join(
             u["content"].get("text", "")
             for u in conn.sent
             if u["sessionUpdate"] == "user_message_chunk"
         )
-        assert "Add a --json flag" in said
+        assert SAID[kind] in said
     finally:
         await service.aclose()
 
 
-@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+@pytest.mark.parametrize("agent", AGENTS)
 async def test_the_agent_loop_resumes_an_imported_session(copy: str, agent: str) -> None:
     from todo_sessions.harness import AgentLoop, ScriptedModel, ScriptedResponse, ToolRegistry
 
-    sid = CODEX if agent == "codex" else CLAUDE
+    sid = {"codex": CODEX, "claude-code": CLAUDE, "opencode": OPENCODE}[agent]
     async with SessionStore(copy) as store:
         before = (await store.summary(sid)).next_seq
     service = SessionService(SessionStore(copy), strict=True)
@@ -214,10 +274,11 @@ async def test_the_agent_loop_resumes_an_imported_session(copy: str, agent: str)
         messages = await service.store.derive_messages(sid)
         assert messages[-1].role == "assistant"
         assert [b.text for b in messages[-1].content if b.type == "text"] == ["done"]
-        assert "Add a --json flag" in json.dumps([m.model_dump(mode="json") for m in messages])
+        said = "Add a --json flag" if agent != "opencode" else "the failing parser test was fixed"
+        assert said in json.dumps([m.model_dump(mode="json") for m in messages])
         assert (await service.store.summary(sid)).next_seq > before
         todos = await service.store.current_todos(sid)
-        assert [(t.content, t.status) for t in todos or []] == PLAN
+        assert [(t.content, t.status) for t in todos or []] == PLANS[agent]
     finally:
         await service.aclose()
     await asyncio.sleep(0)

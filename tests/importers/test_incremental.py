@@ -260,3 +260,29 @@ async def test_a_line_over_the_limit_is_skipped_with_a_warning(rollout: Path) ->
         ]
         expected = b"".join(line for i, line in enumerate(whole) if i != long_line)
         assert await export_session(store, CODEX, SESSION) == expected
+
+
+async def test_a_new_or_unchanged_file_is_imported_without_reading_the_log(
+    rollout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's session ids are listed once and a session's position is in its summary:
+    neither a new session nor a file with nothing new since reads the session's log; a file
+    that grew does (its state continues the log's)."""
+    whole = lines_of(rollout)
+    write(rollout, b"".join(whole[:9]))
+    async with SessionStore("sqlite://") as store:
+        reads: list[str] = []
+        real = store.read_from
+
+        async def counted(session_id: str, *args: object, **kwargs: object) -> object:
+            reads.append(session_id)
+            return await real(session_id, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "read_from", counted)
+        assert (await once(store, rollout)).status == "created"  # type: ignore[attr-defined]
+        assert (await once(store, rollout)).status == "unchanged"  # type: ignore[attr-defined]
+        assert reads == []
+        write(rollout, b"".join(whole))
+        assert (await once(store, rollout)).status == "appended"  # type: ignore[attr-defined]
+        assert reads == [SESSION]
+        assert await export_session(store, CODEX, SESSION) == read(MAIN)

@@ -185,6 +185,9 @@ _ORJSON_OPTIONS = (
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
 _SHORT_NEGATIVE_EXPONENT = re.compile(r"e-[0-9](?![0-9])")  # a literal prefix: fast search
+_MANTISSA_BEFORE = re.compile(r"(?:^|[\[:,])-?[0-9]+(?:\.[0-9]+)?$")
+"""A number's mantissa ending where an exponent starts, as orjson writes it (after ``[``,
+``:``, ``,`` or at the start): ``e-1`` inside a string (a UUID's ``7e-1a``) is not a float."""
 
 
 def _float_form_differs(text: str) -> bool:
@@ -193,8 +196,13 @@ def _float_form_differs(text: str) -> bool:
     False positives (strings that look like it) only cost the slower stdlib encoder. It looks
     at the decoded text: ``in`` on bytes costs several times more than on str.
     """
-    return ("0.0" in text and "0.0000" in text) or (
-        "e-" in text and _SHORT_NEGATIVE_EXPONENT.search(text) is not None
+    if "0.0" in text and "0.0000" in text:
+        return True
+    if "e-" not in text:
+        return False
+    return any(  # a mantissa is at most 17 digits, a dot and a sign: 40 characters suffice
+        _MANTISSA_BEFORE.search(text, max(0, m.start() - 40), m.start())
+        for m in _SHORT_NEGATIVE_EXPONENT.finditer(text)
     )
 
 

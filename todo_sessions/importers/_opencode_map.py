@@ -36,7 +36,7 @@ from ..core.types import (
 )
 from ..integrations._common import Batch, LogState
 from ._vocabulary import OPENCODE_MESSAGE, OPENCODE_SESSION
-from .base import compact_json
+from .base import FileResult, compact_json
 
 __all__ = [
     "MESSAGE_TYPE",
@@ -44,6 +44,7 @@ __all__ = [
     "SESSION_TYPE",
     "OpencodeState",
     "map_message",
+    "pending_messages",
     "todos_of",
 ]
 
@@ -272,3 +273,43 @@ class _Mapper:
 def map_message(batch: Batch, state: OpencodeState, entry: dict[str, Any]) -> None:
     """The typed events of one message (its ``opencode/message`` event is in the batch)."""
     _Mapper(batch, state, entry).run()
+
+
+def _complete(message: Mapping[str, Any]) -> bool:
+    info = message["info"]
+    time = info.get("time")
+    if info.get("role") == "assistant":
+        return info.get("error") is not None or (
+            isinstance(time, dict) and time.get("completed") is not None
+        )
+    return "summary" in info
+
+
+def pending_messages(
+    messages: list[dict[str, Any]], state: OpencodeState, result: FileResult
+) -> tuple[list[dict[str, Any]], bool]:
+    """The messages to append: those not kept yet, complete, in order up to the first one
+    that is not (reported); kept messages that changed since are reported. And whether a
+    message was left for later (opencode is still at work on the session)."""
+    done = [_complete(m) for m in messages]
+    later_done = [False] * len(messages)  # whether a message after it is complete
+    for i in range(len(messages) - 2, -1, -1):
+        later_done[i] = done[i + 1] or later_done[i + 1]
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        mid = message["info"]["id"]
+        kept = state.messages.get(mid)
+        if kept is not None:
+            if json.loads(kept) != message:
+                result.warnings.append(
+                    f"{result.path}: message {mid} changed after it was imported; kept as imported"
+                )
+            continue
+        if not (done[i] or (message["info"].get("role") == "user" and later_done[i])):
+            result.warnings.append(
+                f"{result.path}: message {mid} is not complete yet (opencode is still "
+                "writing it, or was stopped); left for the next import"
+            )
+            return out, True
+        out.append(message)
+    return out, False

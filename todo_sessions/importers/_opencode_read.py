@@ -21,6 +21,7 @@ import math
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "SQLITE_MAGIC",
+    "DbReader",
     "Snapshot",
     "default_paths",
     "export_text",
@@ -171,24 +173,60 @@ def read_db_session(path: Path, session_id: str) -> Snapshot | None:
     """One session of the database as ``opencode export`` would show it, read in one read
     transaction; None when the database has no such session."""
     with _reading(path) as db:
-        found = db.execute("SELECT * FROM session WHERE id = ?", (session_id,)).fetchone()
-        if found is None:
-            return None
-        row = dict(found)
-        messages: list[dict[str, Any]] = []
-        by_id: dict[str, dict[str, Any]] = {}
-        query = "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"
-        for message in db.execute(query, (session_id,)):
-            info = _with_ids(message["data"], id=message["id"], sessionID=session_id)
-            entry: dict[str, Any] = {"info": info, "parts": []}
-            messages.append(entry)
-            by_id[message["id"]] = entry
-        query = "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"
-        for part in db.execute(query, (session_id,)):
-            owner = by_id.get(part["message_id"])
-            if owner is not None:
-                ids = {"id": part["id"], "sessionID": session_id, "messageID": part["message_id"]}
-                owner["parts"].append(_with_ids(part["data"], **ids))
+        return _snapshot(db, session_id)
+
+
+class DbReader:
+    """`read_db_session` over one connection, for many sessions of one database: each
+    session still read in a read transaction of its own (rolled back), one at a time (a
+    lock: the threads of `asyncio.to_thread` share it). A new connection reads the database's
+    schema before its first query, which cost more than reading a small session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def read(self, session_id: str) -> Snapshot | None:
+        with self._lock:
+            if self._db is None:
+                uri = f"{self.path.absolute().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, timeout=10, check_same_thread=False
+                )
+                self._db.row_factory = sqlite3.Row
+            self._db.execute("BEGIN")
+            try:
+                return _snapshot(self._db, session_id)
+            finally:
+                self._db.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+def _snapshot(db: sqlite3.Connection, session_id: str) -> Snapshot | None:
+    found = db.execute("SELECT * FROM session WHERE id = ?", (session_id,)).fetchone()
+    if found is None:
+        return None
+    row = dict(found)
+    messages: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    query = "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"
+    for message in db.execute(query, (session_id,)):
+        info = _with_ids(message["data"], id=message["id"], sessionID=session_id)
+        entry: dict[str, Any] = {"info": info, "parts": []}
+        messages.append(entry)
+        by_id[message["id"]] = entry
+    query = "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"
+    for part in db.execute(query, (session_id,)):
+        owner = by_id.get(part["message_id"])
+        if owner is not None:
+            ids = {"id": part["id"], "sessionID": session_id, "messageID": part["message_id"]}
+            owner["parts"].append(_with_ids(part["data"], **ids))
     return Snapshot(session_info(row), messages, {k: _number(v) for k, v in row.items()})
 
 

@@ -41,9 +41,11 @@ class VerbatimData(BaseModel):
 
 
 class EntryData(BaseModel):
-    """``<agent>/entry``: one source line, kept whole (any JSON object)."""
+    """``<agent>/entry``: one source line, kept whole (any JSON object). Strict, so that the
+    core's compiled check validates it (a lax model goes through pydantic: the whole line,
+    every time); with no fields, strict accepts exactly what lax does."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 def register_entry_type(name: str) -> None:

@@ -37,9 +37,17 @@ from ..core.types import SESSION_META
 from ..errors import InvalidEventError, SeqConflictError, SessionExistsError, SessionNotFoundError
 from ..integrations._common import Batch, LogState, list_all, now_ms
 from ..store.store import SessionStore
-from ._opencode_map import MESSAGE_TYPE, PART_KINDS, SESSION_TYPE, OpencodeState, map_message
+from ._opencode_map import (
+    MESSAGE_TYPE,
+    PART_KINDS,
+    SESSION_TYPE,
+    OpencodeState,
+    map_message,
+    pending_messages,
+)
 from ._opencode_read import (
     SQLITE_MAGIC,
+    DbReader,
     Snapshot,
     default_paths,
     export_problem,
@@ -49,6 +57,7 @@ from ._opencode_read import (
     read_export,
 )
 from .base import IMPORT_KEY, VERBATIM_TYPE, FileResult, SourceFile, compact_json
+from .paths import in_order
 
 __all__ = ["MESSAGE_TYPE", "SESSION_TYPE", "OpencodeImporter", "session_id_for"]
 
@@ -133,50 +142,13 @@ def _candidates(root: Path) -> list[Path]:
 # -- one import ------------------------------------------------------------------------------
 
 
-def _read(source: SourceFile) -> Snapshot | None:
+def _read(source: SourceFile, reader: DbReader | None) -> Snapshot | None:
     if source.key.get("kind") == "db":
+        if reader is not None:
+            return reader.read(str(source.key["session"]))
         return read_db_session(source.path, str(source.key["session"]))
     snapshot = read_export(source.path)
     return snapshot if snapshot.info.get("id") == source.key.get("session") else None
-
-
-def _complete(message: Mapping[str, Any]) -> bool:
-    info = message["info"]
-    time = info.get("time")
-    if info.get("role") == "assistant":
-        return info.get("error") is not None or (
-            isinstance(time, dict) and time.get("completed") is not None
-        )
-    return "summary" in info
-
-
-def _pending(
-    snapshot: Snapshot, state: OpencodeState, result: FileResult
-) -> tuple[list[dict[str, Any]], bool]:
-    """The messages to append: those not kept yet, complete, in order up to the first one
-    that is not (reported); kept messages that changed since are reported. And whether a
-    message was left for later (opencode is still at work on the session)."""
-    messages = snapshot.messages
-    done = [_complete(m) for m in messages]
-    later_done = [any(done[i + 1 :]) for i in range(len(messages))]
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        mid = message["info"]["id"]
-        kept = state.messages.get(mid)
-        if kept is not None:
-            if json.loads(kept) != message:
-                result.warnings.append(
-                    f"{result.path}: message {mid} changed after it was imported; kept as imported"
-                )
-            continue
-        if not (done[i] or (message["info"].get("role") == "user" and later_done[i])):
-            result.warnings.append(
-                f"{result.path}: message {mid} is not complete yet (opencode is still "
-                "writing it, or was stopped); left for the next import"
-            )
-            return out, True
-        out.append(message)
-    return out, False
 
 
 def _unknown(messages: Iterable[Mapping[str, Any]], result: FileResult) -> None:
@@ -300,15 +272,21 @@ async def _untouched(store: SessionStore, source: SourceFile) -> bool:
     return _same_fingerprint(summary.metadata.get(IMPORT_KEY), source)
 
 
-async def _import_once(store: SessionStore, source: SourceFile, result: FileResult) -> None:
-    if await _untouched(store, source):
+async def _import_once(
+    store: SessionStore,
+    source: SourceFile,
+    result: FileResult,
+    new: bool,
+    reader: DbReader | None,
+) -> None:
+    if not new and await _untouched(store, source):
         return
-    snapshot = await asyncio.to_thread(_read, source)
+    snapshot = await asyncio.to_thread(_read, source, reader)
     if snapshot is None:
         result.status = "error"
         result.message = f"{source.path}: no session {source.key.get('session')}"
         return
-    state = await _fold(store, source.session_id)
+    state = None if new else await _fold(store, source.session_id)
     position = None if state is None else state.metadata.get(IMPORT_KEY)
     if state is not None and not (
         isinstance(position, dict) and position.get("agent") == "opencode"
@@ -316,7 +294,7 @@ async def _import_once(store: SessionStore, source: SourceFile, result: FileResu
         result.status = "conflict"
         result.message = f"session {source.session_id} exists and was not imported from opencode"
         return
-    fresh, busy = _pending(snapshot, state or OpencodeState(), result)
+    fresh, busy = pending_messages(snapshot.messages, state or OpencodeState(), result)
     _unknown(fresh, result)
     kept = len(state.messages) if state is not None else 0
     new_position = {
@@ -425,34 +403,53 @@ class OpencodeImporter:
     async def import_sources(
         self, store: SessionStore, sources: Sequence[SourceFile]
     ) -> list[FileResult]:
-        """`import_source` of each, in order; the import positions of the sessions imported
-        before are read at once, so that the sessions opencode has not written to since are
-        passed over without a read each (polling a large database)."""
+        """`import_source` of each, a few at once (`in_order`: a child session after its
+        parent's); the import positions of the sessions imported before are read at once (one
+        listing of the opencode sessions), so that the sessions opencode has not written to
+        since are passed over without a read each (polling a large database), and a session
+        not among them is taken for new: its log is not read (a session of that id that was
+        not imported from opencode is found by the append, and reported)."""
         positions: dict[str, Any] = {}
-        if any(s.key.get("fingerprint") is not None for s in sources):
-            async for summary in list_all(store, tag=AGENT_TAG):
-                positions[summary.id] = summary.metadata.get(IMPORT_KEY)
-        return [
-            FileResult(source.path, source.session_id)
-            if _same_fingerprint(positions.get(source.session_id), source)
-            else await self.import_source(store, source)
-            for source in sources
-        ]
+        async for summary in list_all(store, tag=AGENT_TAG):
+            positions[summary.id] = summary.metadata.get(IMPORT_KEY)
+        readers = {s.path: DbReader(s.path) for s in sources if s.key.get("kind") == "db"}
 
-    async def import_source(self, store: SessionStore, source: SourceFile) -> FileResult:
+        async def one(source: SourceFile) -> FileResult:
+            if _same_fingerprint(positions.get(source.session_id), source):
+                return FileResult(source.path, source.session_id)
+            new = source.session_id not in positions
+            return await self.import_source(store, source, new=new, reader=readers.get(source.path))
+
+        try:
+            return await in_order(sources, one)
+        finally:
+            for reader in readers.values():
+                reader.close()
+
+    async def import_source(
+        self,
+        store: SessionStore,
+        source: SourceFile,
+        *,
+        new: bool = False,
+        reader: DbReader | None = None,
+    ) -> FileResult:
         """Import what is new in one opencode session (see the module docstring); never
         raises for the database's or file's content, reporting it in the `FileResult`
-        (``lines``: the messages appended)."""
+        (``lines``: the messages appended). ``new``: the store was found without the session
+        just before, so its log is not read (another writer first: read after all);
+        ``reader``: the database's connection to read with (one of its own otherwise)."""
         result = FileResult(source.path, source.session_id)
         if source.key.get("kind") == "error":
             result.status, result.message = "error", str(source.key.get("message"))
             return result
         for _ in range(MAX_TRIES):
             try:
-                await _import_once(store, source, result)
+                await _import_once(store, source, result, new, reader)
                 return result
             except (SeqConflictError, SessionExistsError):
                 result = FileResult(source.path, source.session_id)
+                new = False
             except (OSError, sqlite3.Error, ValueError) as exc:
                 result.status, result.message = "error", f"{source.path}: {exc}"
                 return result
