@@ -273,17 +273,21 @@ def check(
     unknown = sorted(t for t in counts if t not in attempts)
     misplaced = sorted(t for seq, t in stored_texts if t in acked and acked[t] != seq)
     done = sorted(float(r["at"]) for r in acks)
-    firsts, pauses = [], []
+    firsts, pauses, backs = [], [], []
     for start, end in zip(starts, [*starts[1:], float("inf")], strict=True):
-        # each fault: its first append, its longest pause (up to the next fault)
+        # each fault: its first append, its longest pause (up to the next fault) and the first
+        # append after that pause
         firsts.append(min(float(r["at"]) for r in acks if float(r["started"]) > start) - start)
         window = [t for t in done if start - 1 < t < min(end, start + 60)]
-        pauses.append(max((b - a for a, b in itertools.pairwise(window)), default=0.0))
+        pause, back = max(((b - a, b) for a, b in itertools.pairwise(window)), default=(0.0, start))
+        pauses.append(pause)
+        backs.append(back - start)
     print(
         f"\n{label}: {len(acks)} acknowledged, {len(raised)} raised, {len(counts)} stored, "
-        f"{len(duplicated)} duplicated, {len(lost)} lost; per fault, the first append started "
-        f"after it done at {', '.join(f'+{t:.2f} s' for t in firsts)}; the longest pause in "
-        f"acknowledgements {', '.join(f'{t:.2f} s' for t in pauses)}"
+        f"{len(duplicated)} duplicated, {len(lost)} lost; per fault, the first append after "
+        f"the outage at {', '.join(f'+{t:.2f} s' for t in backs)}, the longest pause in "
+        f"acknowledgements {', '.join(f'{t:.2f} s' for t in pauses)}, the first append "
+        f"started after the fault done at {', '.join(f'+{t:.2f} s' for t in firsts)}"
     )
     assert (duplicated, lost, unknown, misplaced) == ([], [], [], [])
     assert len(counts) == len(acked) + sum(1 for r in raised if str(r["text"]) in counts)
