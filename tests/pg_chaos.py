@@ -3,7 +3,9 @@
 - `terminate_backends`: ``pg_terminate_backend`` of every other backend of a database (what an
   operator or a failover does).
 - `TcpProxy`: a TCP proxy in front of the server; ``reset()`` cuts every connection through it
-  (a network reset) and ``stop()``/``start()`` make the server unreachable and reachable again.
+  (a network reset), ``stop()``/``start()`` make the server unreachable and reachable again,
+  and ``refuse(n)`` answers the next ``n`` connections as a full server does (SQLSTATE 53300,
+  "too many clients already") without passing them on.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import struct
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy.engine import make_url
@@ -61,6 +64,16 @@ class TcpProxy:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.StreamWriter] = set()
+        self.refusing = 0
+        self.refused = 0
+        self._refusal = ("53300", "sorry, too many clients already")
+
+    def refuse(self, count: int, sqlstate: str = "53300", message: str = "") -> None:
+        """Answer the next ``count`` connections with a FATAL ``sqlstate`` at start-up, as
+        PostgreSQL does when it takes no new connection (53300: too many connections; 57P03:
+        starting up, shutting down)."""
+        self.refusing = count
+        self._refusal = (sqlstate, message or "sorry, too many clients already")
 
     def url(self) -> str:
         return (
@@ -74,6 +87,10 @@ class TcpProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing > 0:
+            self.refusing -= 1
+            await self._refuse(reader, writer)
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -90,6 +107,32 @@ class TcpProxy:
 
         await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
         self._pipes -= {writer, up_writer}
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The server's side of a refused start-up: no to SSL (and GSS) encryption, then an
+        ErrorResponse once the startup message is in, and the connection closed."""
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while True:
+                (length,) = struct.unpack("!i", await reader.readexactly(4))
+                body = await reader.readexactly(length - 4)
+                if body[:4] in (struct.pack("!i", 80877103), struct.pack("!i", 80877104)):
+                    writer.write(b"N")  # SSLRequest, GSSENCRequest: not here
+                    continue
+                sqlstate, message = self._refusal
+                fields = b"".join(
+                    code + text.encode() + b"\0"
+                    for code, text in (
+                        (b"S", "FATAL"),
+                        (b"V", "FATAL"),
+                        (b"C", sqlstate),
+                        (b"M", message),
+                    )
+                )
+                writer.write(b"E" + struct.pack("!i", len(fields) + 5) + fields + b"\0")
+                await writer.drain()
+                break
+        self.refused += 1
+        writer.close()
 
     def reset(self) -> None:
         """Cut every connection through the proxy (as a network reset would)."""

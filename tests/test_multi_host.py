@@ -5,9 +5,12 @@ reconnect timeout. The failover scenarios on real primary/standby pairs are in
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pg_cluster
 import pytest
 from factories import T0, header
+from pg_chaos import TcpProxy, asyncpg_dsn
 from sqlalchemy.engine import make_url
 
 from todo_sessions import SessionEvent, SessionStore, StandbyServerError, StoreUnavailableError
@@ -166,6 +169,28 @@ def test_a_read_only_transaction_error_is_the_typed_standby_condition() -> None:
     assert postgres.classify_error(none_match) == "standby"
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("TooManyConnectionsError", "sorry, too many clients already"),
+        ("TooManyConnectionsError", "remaining connection slots are reserved for superuser"),
+        ("CannotConnectNowError", "the database system is starting up"),
+    ],
+)
+def test_a_server_taking_no_connection_for_now_is_tried_again(name: str, message: str) -> None:
+    """53300 (too many connections: every pool reconnects at once after a failover) and 57P03
+    (starting up, shutting down) are "not now", as a lost connection is: tried again within the
+    reconnect timeout, and typed unavailable once it has passed; never a fatal error."""
+    import asyncpg
+
+    exc = getattr(asyncpg.exceptions, name)(message)
+    assert postgres.classify_error(exc) == "lost"
+    assert postgres.connection_lost(exc)
+    error = translated(exc, what="appending to session 's'")
+    assert isinstance(error, StoreUnavailableError) and not isinstance(error, StandbyServerError)
+    assert message in str(error)
+
+
 async def test_until_reachable_retries_transient_errors_within_the_bound() -> None:
     calls: list[int] = []
 
@@ -279,3 +304,73 @@ async def test_reads_racing_appends_of_the_same_store_are_no_lost_tail(pg_url: s
         results = await asyncio.gather(write(), *(read() for _ in range(4)))
         assert all(n > 0 for n in results[1:])
         assert await store.count("s") == 40
+
+
+@pytest.fixture
+async def full(pg_url: str) -> AsyncIterator[TcpProxy]:
+    """A proxy to the server that answers as a full server when told (`TcpProxy.refuse`)."""
+    proxy = TcpProxy(pg_url)
+    await proxy.start()
+    yield proxy
+    await proxy.stop()
+
+
+async def test_a_full_host_is_passed_over_for_the_next(pg_url: str, full: TcpProxy) -> None:
+    """A host that takes no new connection (SQLSTATE 53300) is passed over like a dead one: the
+    next host of the URL is tried, within its connect timeout."""
+    import asyncpg
+
+    port = make_url(pg_url).port or 5432
+    full.refuse(100)
+    url = make_url(asyncpg_dsn(pg_url))
+    conn = await connect_each_host(
+        user=url.username or "postgres",
+        database=url.database,
+        host=["127.0.0.1", "127.0.0.1"],
+        port=[full.port, port],
+        timeout=5.0,
+        target_session_attrs="read-write",
+    )
+    try:
+        assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await conn.close()
+    assert full.refused == 1
+    with pytest.raises(asyncpg.TooManyConnectionsError):  # every host full: its error
+        await connect_each_host(
+            user=url.username or "postgres",
+            database=url.database,
+            host=["127.0.0.1", "127.0.0.1"],
+            port=[full.port, full.port],
+            timeout=5.0,
+        )
+    store_url = _hosts_url(pg_url, full.port, port, query="target_session_attrs=read-write")
+    async with SessionStore(store_url) as store:
+        await store.create(header("s"))
+        await store.append("s", [event(0)])
+        assert await store.count("s") == 1
+
+
+async def test_a_server_full_for_a_while_is_waited_for(full: TcpProxy, pg_url: str) -> None:
+    """Connections cut, then the server full for the next reconnections (as after a failover,
+    when every pool reconnects at once): the calls wait within the reconnect timeout and go on,
+    nothing written twice; past the timeout, a typed StoreUnavailableError."""
+    async with SessionStore(full.url(), reconnect_timeout=30.0) as store:
+        await store.create(header("s"))
+        await store.append("s", [event(0)])
+        full.refuse(3)
+        full.reset()
+        await store.append("s", [event(1)])  # the write waits for a connection
+        assert full.refused == 3
+        full.refuse(3)
+        full.reset()
+        assert [e.seq for e in await store.read_from("s")] == [0, 1]  # so does a read
+        assert full.refused == 6
+    async with SessionStore(full.url(), reconnect_timeout=0.5) as store:
+        full.refuse(10_000)
+        full.reset()
+        with pytest.raises(StoreUnavailableError, match="too many clients"):
+            await store.append("s", [event(2)])
+        full.refuse(0)
+    async with SessionStore(pg_url) as direct:
+        assert [e.seq for e in await direct.read_from("s")] == [0, 1]

@@ -2,7 +2,8 @@
 
 One cluster for the module (`patroni_cluster.Cluster`: etcd and three Patroni members on
 loopback from Debian's packages, ``synchronous_mode: true``, ``primary_start_timeout: 0``,
-``ttl: 10``), healthy again before each fault. Each fault runs under 4 processes x 4 tasks
+``ttl: 8``, ``loop_wait: 1``, ``retry_timeout: 3``), healthy again before each fault. Each
+kind of fault is injected `FAULTS` times in one run under 4 processes x 4 tasks
 appending whole turns through one multi-host URL (``target_session_attrs=read-write``), each
 process on one store kept open throughout, while this process follows every session
 (`store.follow`). Afterwards: every acknowledged append is in the log exactly once, every stored
@@ -12,7 +13,8 @@ chain included) is clean, and appends were acknowledged after the fault by the s
 The time from the fault to the first append after it is printed (bench/failover_bench.py
 measures it over more faults).
 
-The suite runs in an xdist group of its own (its faults take 20-50 s each).
+The suite runs in an xdist group of its own (its faults take 10-40 s each: the stall and etcd
+down as short as shows what they must, 3.5 and 2 ttl).
 """
 
 from __future__ import annotations
@@ -32,11 +34,26 @@ from pathlib import Path
 
 import patroni_cluster
 import pytest
+from factories import header, turn
 
-from todo_sessions import SessionStore, verify_all
+from todo_sessions import (
+    SessionNotFoundError,
+    SessionStore,
+    StandbyServerError,
+    StoreUnavailableError,
+    verify_all,
+)
 
 WORKER = Path(__file__).resolve().parent / "patroni_worker.py"
 PROCESSES, TASKS = 4, 4
+TTL = 8
+"""The test cluster's ttl (loop_wait 1, retry_timeout 3: Patroni's ttl >= loop_wait + 2 *
+retry_timeout). Shorter than the benchmark's 10, so a stall and etcd down cost less."""
+STALL = 3.5 * TTL
+"""A stall outlasts the TTL (a new primary is elected after it) and the store's own bounds on
+a frozen host with a margin: its connections' 15 s command timeout, then 5 s to connect to the
+frozen host when it comes first in the URL (the first append after a stall: 17-22 s), so that
+the store is seen reaching the new primary while the old one is frozen."""
 
 pytestmark = [
     pytest.mark.slow,
@@ -52,7 +69,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[patroni_cluster.Cluster]:
-    made = patroni_cluster.Cluster()
+    made = patroni_cluster.Cluster(ttl=TTL)
     try:
         made.start()
         yield made
@@ -121,10 +138,11 @@ def under_load(
     cluster: patroni_cluster.Cluster,
     tmp_path: Path,
     label: str,
-    fault: Callable[[], list[float]],
+    fault: Callable[[Run], list[float]],
 ) -> Run:
-    """Run ``fault`` (one or more faults: it returns their start times, ``time.time()``) under
-    the writers and the followers, then check the log. ``label`` names the run's sessions."""
+    """Run ``fault(run)`` (one or more faults: it returns their start times, ``time.time()``)
+    under the writers and the followers, then check the log. ``label`` names the run's
+    sessions."""
     cluster.wait_healthy()
     url = cluster.url()
     sessions = [f"{label}{p}-{t}" for p in range(PROCESSES) for t in range(TASKS)]
@@ -168,7 +186,7 @@ def under_load(
             "the followers never got under way",
             writers,
         )
-        starts = fault()
+        starts = fault(run)
         started = starts[-1]
         cluster.wait_healthy()
         # appends go on after the fault, through the same stores
@@ -255,17 +273,21 @@ def check(
     unknown = sorted(t for t in counts if t not in attempts)
     misplaced = sorted(t for seq, t in stored_texts if t in acked and acked[t] != seq)
     done = sorted(float(r["at"]) for r in acks)
-    firsts, pauses = [], []
+    firsts, pauses, backs = [], [], []
     for start, end in zip(starts, [*starts[1:], float("inf")], strict=True):
-        # each fault: its first append, its longest pause (up to the next fault)
+        # each fault: its first append, its longest pause (up to the next fault) and the first
+        # append after that pause
         firsts.append(min(float(r["at"]) for r in acks if float(r["started"]) > start) - start)
         window = [t for t in done if start - 1 < t < min(end, start + 60)]
-        pauses.append(max((b - a for a, b in itertools.pairwise(window)), default=0.0))
+        pause, back = max(((b - a, b) for a, b in itertools.pairwise(window)), default=(0.0, start))
+        pauses.append(pause)
+        backs.append(back - start)
     print(
         f"\n{label}: {len(acks)} acknowledged, {len(raised)} raised, {len(counts)} stored, "
-        f"{len(duplicated)} duplicated, {len(lost)} lost; per fault, the first append started "
-        f"after it done at {', '.join(f'+{t:.2f} s' for t in firsts)}; the longest pause in "
-        f"acknowledgements {', '.join(f'{t:.2f} s' for t in pauses)}"
+        f"{len(duplicated)} duplicated, {len(lost)} lost; per fault, the first append after "
+        f"the outage at {', '.join(f'+{t:.2f} s' for t in backs)}, the longest pause in "
+        f"acknowledgements {', '.join(f'{t:.2f} s' for t in pauses)}, the first append "
+        f"started after the fault done at {', '.join(f'+{t:.2f} s' for t in firsts)}"
     )
     assert (duplicated, lost, unknown, misplaced) == ([], [], [], [])
     assert len(counts) == len(acked) + sum(1 for r in raised if str(r["text"]) in counts)
@@ -281,12 +303,18 @@ FAULTS = 3
 """Faults of a kind in one run (the cluster healthy again, and appends going on, between)."""
 
 
-def repeated(cluster: patroni_cluster.Cluster, one: Callable[[], None]) -> list[float]:
+def repeated(cluster: patroni_cluster.Cluster, run: Run, one: Callable[[], None]) -> list[float]:
+    """``one()`` `FAULTS` times; between two, the cluster healthy again and an append started
+    since acknowledged. Their start times."""
     starts = []
     for i in range(FAULTS):
         if i:
             cluster.wait_healthy()
-            time.sleep(2)  # appends under way again
+            healthy = time.time()
+            deadline = time.monotonic() + 60
+            while not any(float(r["started"]) > healthy for r in run.acks()):
+                assert time.monotonic() < deadline, "appends did not go on between faults"
+                time.sleep(0.05)
         starts.append(time.time())
         one()
     return starts
@@ -301,37 +329,74 @@ def test_kill_9_of_the_primary(cluster: patroni_cluster.Cluster, tmp_path: Path)
         assert leader is not None
         leader.kill_postmaster()
 
-    under_load(cluster, tmp_path, "kill-", lambda: repeated(cluster, kill))
+    under_load(cluster, tmp_path, "kill-", lambda run: repeated(cluster, run, kill))
 
 
 def test_switchover(cluster: patroni_cluster.Cluster, tmp_path: Path) -> None:
-    under_load(cluster, tmp_path, "switch-", lambda: repeated(cluster, cluster.switchover))
+    under_load(cluster, tmp_path, "switch-", lambda run: repeated(cluster, run, cluster.switchover))
 
 
 def test_stalled_primary(cluster: patroni_cluster.Cluster, tmp_path: Path) -> None:
-    """The primary's Patroni, postmaster and backends stopped (SIGSTOP) for 3.5 ttl: a new
+    """The primary's Patroni, postmaster and backends stopped (SIGSTOP) for `STALL`: a new
     primary is elected meanwhile and the store reaches it while the old one is still frozen;
-    woken (SIGCONT), the old one finds its leader key gone and demotes itself."""
+    woken (SIGCONT), the old one finds its leader key gone and demotes itself, and from then on
+    refuses the store's writes (and none it acknowledged before is lost: the counts)."""
     frozen: list[tuple[float, float]] = []
 
-    def stall() -> float:
+    def stall() -> None:
         leader = cluster.leader()
         assert leader is not None
         started = time.time()
         leader.signal_all(signal.SIGSTOP)
         try:
-            time.sleep(3.5 * patroni_cluster.TTL)
+            time.sleep(STALL)
         finally:
             leader.signal_all(signal.SIGCONT)
         frozen.append((started, time.time()))
-        return [started]
+        demoted(leader, f"fenced-{len(frozen)}")
 
-    run = under_load(cluster, tmp_path, "stall-", stall)
-    [(stopped, woken)] = frozen
-    # appends started after the stall were acknowledged before the old primary woke: the store
-    # gave up the frozen host and reached the new primary
-    during = [r for r in run.acks() if stopped < float(r["started"]) and float(r["at"]) < woken]
-    assert during, "no append got through while the old primary was frozen"
+    run = under_load(cluster, tmp_path, "stall-", lambda run: repeated(cluster, run, stall))
+    assert len(frozen) == FAULTS
+    for stopped, woken in frozen:
+        # appends started after the stall were acknowledged before the old primary woke: the
+        # store gave up the frozen host and reached the new primary
+        during = [r for r in run.acks() if stopped < float(r["started"]) and float(r["at"]) < woken]
+        assert during, "no append got through while the old primary was frozen"
+    asyncio.run(never_stored(cluster.url(), [f"fenced-{i + 1}" for i in range(FAULTS)]))
+
+
+def demoted(member: patroni_cluster.Member, session_id: str) -> None:
+    """Once ``member`` (a woken old primary) says it is a replica, a store on it alone has its
+    write refused, typed (a standby), or cannot connect for now (Patroni restarting it for
+    pg_rewind): never taken."""
+    deadline = time.monotonic() + 60
+    while member.status().get("role") != "replica":
+        assert time.monotonic() < deadline, f"{member.name} never demoted itself"
+        time.sleep(0.2)
+    url = f"postgresql://postgres@127.0.0.1:{member.port}/postgres"
+
+    async def refused() -> None:
+        while True:
+            try:
+                async with SessionStore(url, reconnect_timeout=0.0) as store:
+                    await store.create(header(session_id))  # writes nothing yet
+                    await store.append(session_id, turn(0, 1, text=session_id))
+            except StandbyServerError:
+                return
+            except StoreUnavailableError:  # restarting: not up yet
+                assert time.monotonic() < deadline, f"{member.name} never came back"
+                await asyncio.sleep(0.2)
+                continue
+            raise AssertionError(f"{member.name}, demoted, took a write")
+
+    asyncio.run(refused())
+
+
+async def never_stored(url: str, sessions: list[str]) -> None:
+    async with SessionStore(url, reconnect_timeout=60.0) as store:
+        for session_id in sessions:
+            with pytest.raises(SessionNotFoundError):
+                await store.header(session_id)
 
 
 def test_etcd_down(cluster: patroni_cluster.Cluster, tmp_path: Path) -> None:
@@ -339,13 +404,11 @@ def test_etcd_down(cluster: patroni_cluster.Cluster, tmp_path: Path) -> None:
     and demotes itself; writes wait (within the store's reconnect timeout) until etcd is back
     and a primary is elected again."""
 
-    def outage() -> float:
-        started = time.time()
+    def outage() -> None:
         cluster.stop_etcd()
         try:
-            time.sleep(2 * patroni_cluster.TTL)
+            time.sleep(2 * TTL)
         finally:
             cluster.start_etcd()
-        return [started]
 
-    under_load(cluster, tmp_path, "etcd-", outage)
+    under_load(cluster, tmp_path, "etcd-", lambda run: repeated(cluster, run, outage))

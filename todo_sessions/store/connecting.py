@@ -6,8 +6,9 @@ cut off behind a live TCP stack): with that host first, no connection reaches th
 behind it until the timeout ends the whole attempt. libpq applies ``connect_timeout`` per host;
 so does `connect_each_host`, asyncpg's ``connect`` tried on one host at a time, each checked
 against ``target_session_attrs`` (the new connection's own check: a demoted primary is passed
-over), the next host tried on a timeout, a refused connection or a host that is not what the
-URL asks for. docs/design.md, "PostgreSQL under Patroni".
+over), the next host tried on a timeout, a refused connection, a server that takes no new
+connection for now (too many connections, SQLSTATE 53300; starting up or shutting down, 57P03)
+or a host that is not what the URL asks for. docs/design.md, "PostgreSQL under Patroni".
 """
 
 from __future__ import annotations
@@ -41,19 +42,23 @@ def tries_each_host(cparams: dict[str, Any]) -> bool:
 
 async def connect_each_host(*args: Any, **kwargs: Any) -> Any:
     """asyncpg's ``connect`` on each host of ``host``/``port`` in turn, ``timeout`` each; the
-    first that is what ``target_session_attrs`` asks for. The last host's error otherwise."""
+    first that is what ``target_session_attrs`` asks for. Otherwise the error of a server that
+    refused a connection for now (too many connections, starting up: it says the most, and the
+    store tries again), else the last host's."""
     import asyncpg
 
     hosts, ports = kwargs.pop("host"), kwargs.pop("port")
     if not isinstance(ports, list):
         ports = [ports] * len(hosts)
     last: BaseException | None = None
+    refused: BaseException | None = None
     for host, port in zip(hosts, ports, strict=True):
         try:
             return await asyncpg.connect(*args, host=host, port=port, **kwargs)
         except (OSError, asyncpg.TargetServerAttributeNotMatched) as exc:  # TimeoutError too
             last = exc
-        except asyncpg.CannotConnectNowError as exc:  # starting up, shutting down
+        except (asyncpg.TooManyConnectionsError, asyncpg.CannotConnectNowError) as exc:
             last = exc
+            refused = refused or exc
     assert last is not None
-    raise last
+    raise refused or last

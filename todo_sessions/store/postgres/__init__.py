@@ -32,8 +32,10 @@
 - **Failover** (docs/design.md, "Scaling out"): a write refused by a standby (SQLSTATE 25006)
   is lost the same way, and the store's new connections then ask for a host that takes
   writes (`engine.HostChoice`); calls are retried within ``reconnect_timeout``
-  (`retry.until_reachable`). The end of each session this store acknowledged is remembered:
-  a stored end behind it is `AcknowledgedEventsLostError`, never a seq handed out again.
+  (`retry.until_reachable`), as are connections a server refused for now (too many
+  connections, 53300; starting up or shutting down, 57P03: a lost connection's kind). The
+  end of each session this store acknowledged is remembered: a stored end behind it is
+  `AcknowledgedEventsLostError`, never a seq handed out again.
 - **A read replica** (``read_url``) serves the reads in `rows.REPLICA_READS` once it has replayed
   this store's last write to the session (`_on_replica`), else the primary does.
 

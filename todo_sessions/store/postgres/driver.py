@@ -67,9 +67,11 @@ _MISSING_SQLSTATES = frozenset({"42P01", "3F000"})
 _READ_ONLY_SQLSTATE = "25006"
 """read_only_sql_transaction: a write on a hot standby (or a server in recovery, or one with
 ``default_transaction_read_only``)."""
-_LOST_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
-"""Connection exceptions (class 08) and the server shutting the session down (admin shutdown,
-crash shutdown, cannot connect now)."""
+_LOST_SQLSTATE_PREFIXES = ("08", "53300", "57P01", "57P02", "57P03")
+"""Connection exceptions (class 08), the server refusing a new connection for now (too many
+connections: every pool reconnecting at once after a failover; cannot connect now: starting up,
+shutting down, in recovery) and the server shutting the session down (admin shutdown, crash
+shutdown): each tried again (on the next host) within the reconnect timeout."""
 
 
 def _asyncpg_error(exc: BaseException) -> BaseException | None:
