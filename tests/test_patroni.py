@@ -375,6 +375,8 @@ def demoted(member: patroni_cluster.Member, session_id: str) -> None:
         assert time.monotonic() < deadline, f"{member.name} never demoted itself"
         time.sleep(0.2)
     url = f"postgresql://postgres@127.0.0.1:{member.port}/postgres"
+    # Patroni may rewind and restart it first: on two loaded cores that once took a minute
+    deadline = time.monotonic() + 180
 
     async def refused() -> None:
         while True:
