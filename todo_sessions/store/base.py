@@ -30,7 +30,7 @@ from .options import PostgresOptions
 from .recorder import Recorder
 from .records import SummaryRow
 from .results import SessionSummary, revision_token
-from .translate import translate_errors
+from .translate import raise_translated, translate_errors
 
 __all__ = ["StoreCore", "default_url", "wall_clock_ms"]
 
@@ -232,9 +232,13 @@ class StoreCore:
     async def call(self, what: str, operation: Callable[[Recorder], Awaitable[T]]) -> T:
         """Run one operation of the recorder contract (``operation(recorder)``), its driver
         errors translated as doing ``what``."""
-        recorder = await self.ready()
-        with translate_errors(what):
+        recorder = self.recorder
+        if recorder is None:
+            recorder = await self.ready()
+        try:
             return await operation(recorder)
+        except Exception as exc:  # translated on the error path only: reads are hot paths
+            raise_translated(exc, what)
 
     def summary(self, r: SummaryRow) -> SessionSummary:
         tags, metadata = r.tags, r.metadata

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 from sqlalchemy import exc as sa_exc
 
@@ -26,7 +27,13 @@ from ..errors import (
 )
 from .backends import classify_error, is_driver_error
 
-__all__ = ["is_connection_lost", "is_unique_violation", "translate_errors", "translated"]
+__all__ = [
+    "is_connection_lost",
+    "is_unique_violation",
+    "raise_translated",
+    "translate_errors",
+    "translated",
+]
 
 
 def _unwrapped(exc: BaseException) -> BaseException:
@@ -87,6 +94,14 @@ def translated(exc: BaseException, *, what: str) -> TodoSessionsError:
             f"{what}: cannot reach the database, or the connection to it was lost ({message})"
         )
     return StoreError(f"{what}: {type(driver).__name__}: {message}")
+
+
+def raise_translated(exc: Exception, what: str) -> NoReturn:
+    """Raise what `translate_errors` makes of ``exc``: for a hot path that catches the error
+    itself, so that a call that succeeds pays for no context manager."""
+    with translate_errors(what):
+        raise exc
+    raise AssertionError("unreachable: translate_errors re-raises what it catches")
 
 
 @contextmanager
