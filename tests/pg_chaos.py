@@ -54,6 +54,10 @@ async def terminate_backends(url: str) -> int:
         await conn.close()
 
 
+_CANCEL_REQUEST = struct.pack("!i", 80877102)
+"""The code of a CancelRequest (a new connection that only asks to cancel a statement)."""
+
+
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to the PostgreSQL server of ``url``."""
 
@@ -66,6 +70,12 @@ class TcpProxy:
         self._pipes: set[asyncio.StreamWriter] = set()
         self.refusing = 0
         self.refused = 0
+        self.accepted = 0
+        """Connections accepted (refused ones included)."""
+        self.startups = 0
+        """Accepted connections that began as a client's session (not a cancel request)."""
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self._refusal = ("53300", "sorry, too many clients already")
 
     def refuse(self, count: int, sqlstate: str = "53300", message: str = "") -> None:
@@ -87,6 +97,7 @@ class TcpProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         if self.refusing > 0:
             self.refusing -= 1
             await self._refuse(reader, writer)
@@ -98,9 +109,17 @@ class TcpProxy:
             return
         self._pipes |= {writer, up_writer}
 
+        first = True
+
         async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            nonlocal first
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await src.read(65536):
+                    if first and src is reader:
+                        first = False
+                        if data[4:8] != _CANCEL_REQUEST:
+                            self.startups += 1
+                    await self._flowing.wait()  # frozen: held, as a stopped server holds it
                     dst.write(data)
                     await dst.drain()
             dst.close()
@@ -133,6 +152,15 @@ class TcpProxy:
                 break
         self.refused += 1
         writer.close()
+
+    def freeze(self) -> None:
+        """Pass no byte either way, connections kept open and new ones accepted: a server
+        whose processes are stopped (its kernel still answers TCP)."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        """Pass what was held, and go on."""
+        self._flowing.set()
 
     def reset(self) -> None:
         """Cut every connection through the proxy (as a network reset would)."""

@@ -6,6 +6,7 @@ reconnect timeout. The failover scenarios on real primary/standby pairs are in
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pg_cluster
 import pytest
@@ -16,7 +17,7 @@ from sqlalchemy.engine import make_url
 from todo_sessions import SessionEvent, SessionStore, StandbyServerError, StoreUnavailableError
 from todo_sessions.store import postgres
 from todo_sessions.store.backends import replica_target
-from todo_sessions.store.connecting import connect_each_host
+from todo_sessions.store.connecting import Unresponsive, connect_each_host
 from todo_sessions.store.engine import HostChoice, parse_url, replica_url
 from todo_sessions.store.retry import until_reachable
 from todo_sessions.store.translate import translated
@@ -120,7 +121,7 @@ def test_load_balancing_shuffles_hosts_and_ports_together() -> None:
     params = {"host": ["a", "b"], "port": [1, 2]}
     fixed.apply(params)
     # several hosts: each is tried within its own connect timeout (store/connecting.py)
-    assert params.pop("async_creator_fn") is connect_each_host
+    assert params.pop("async_creator_fn").func is connect_each_host
     assert params == {"host": ["a", "b"], "port": [1, 2]}
 
 
@@ -374,3 +375,50 @@ async def test_a_server_full_for_a_while_is_waited_for(full: TcpProxy, pg_url: s
         full.refuse(0)
     async with SessionStore(pg_url) as direct:
         assert [e.seq for e in await direct.read_from("s")] == [0, 1]
+
+
+def test_hosts_that_timed_out_lately_are_tried_last() -> None:
+    memory = Unresponsive()
+    params: dict[str, Any] = {"host": ["a", "b", "c"], "port": [1, 2, 3]}
+    memory.arrange(params)
+    assert params == {"host": ["a", "b", "c"], "port": [1, 2, 3]}  # nothing marked: as given
+    memory.mark(("a", 1))
+    memory.arrange(params)
+    assert params == {"host": ["b", "c", "a"], "port": [2, 3, 1]}
+    one_port = {"host": ["a", "b"], "port": 1}  # one port for every host
+    memory.arrange(one_port)
+    assert one_port == {"host": ["b", "a"], "port": [1, 1]}
+
+
+@pytest.fixture
+async def proxy(pg_url: str) -> AsyncIterator[TcpProxy]:
+    proxy = TcpProxy(pg_url)
+    await proxy.start()
+    yield proxy
+    proxy.thaw()
+    await proxy.stop()
+
+
+async def test_a_host_whose_statement_timed_out_is_tried_last(pg_url: str, proxy: TcpProxy) -> None:
+    """A statement unanswered past ``command_timeout`` on the first host (frozen: the proxy
+    passes no byte, TCP stays up): the call goes on through the next host, and no new
+    connection tries the frozen one first (each would wait out its connect timeout there)."""
+    port = make_url(pg_url).port or 5432
+    # sslmode=disable: a cancel request (asyncpg's, after the timeout) then starts as itself on
+    # the wire, not as an SSL request the proxy could not tell from a session's
+    query = "target_session_attrs=read-write&command_timeout=1&connect_timeout=5&sslmode=disable"
+    url = _hosts_url(pg_url, proxy.port, port, query=query)
+    # no search index: its catch-up, in the background, would open a connection of its own
+    async with SessionStore(url, reconnect_timeout=60.0, search_index=False) as store:
+        await store.create(header("s"))
+        await store.append("s", [event(0)])
+        startups = proxy.startups
+        assert startups >= 1  # the store's connections go through the first host
+        proxy.freeze()
+        await store.append("s", [event(1)])  # its statement times out on the frozen host
+        for seq in range(2, 5):
+            await store.append("s", [event(seq)])
+        assert [e.seq for e in await store.read_from("s")] == [0, 1, 2, 3, 4]
+        assert proxy.startups == startups  # (asyncpg's cancel requests aside)
+    async with SessionStore(pg_url) as direct:
+        assert await direct.count("s") == 5

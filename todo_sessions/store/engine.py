@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .._redact import mask_url
 from ..errors import NamespaceError, StoreError
-from .connecting import COMMAND_TIMEOUT, HOST_CONNECT_TIMEOUT, connect_each_host, tries_each_host
+from .connecting import COMMAND_TIMEOUT, HOST_CONNECT_TIMEOUT, Unresponsive, tries_each_host
 
 __all__ = [
     "HostChoice",
@@ -382,12 +382,14 @@ class HostChoice:
     server that takes writes (``target_session_attrs=read-write``; asyncpg then passes over the
     standby to the next host)."""
 
-    __slots__ = ("_several", "_writable_only", "load_balance")
+    __slots__ = ("_several", "_writable_only", "load_balance", "unresponsive")
 
     def __init__(self, target: StoreURL) -> None:
         self.load_balance = target.load_balance
         self._several = bool(target.hosts)
         self._writable_only = False
+        self.unresponsive = Unresponsive()
+        """Hosts that timed out lately: tried last (`connecting.Unresponsive`)."""
 
     @property
     def writable_only(self) -> bool:
@@ -398,12 +400,13 @@ class HostChoice:
         # One host: nowhere else to go (its reads still work on a standby)
         self._writable_only = value and self._several
 
-    def apply(self, cparams: dict[str, Any]) -> None:
+    def apply(self, cparams: dict[str, Any], info: dict[Any, Any] | None = None) -> None:
         hosts, ports = cparams.get("host"), cparams.get("port")
         if self.load_balance and isinstance(hosts, list) and isinstance(ports, list):
             order = random.sample(range(len(hosts)), len(hosts))
             cparams["host"] = [hosts[i] for i in order]
             cparams["port"] = [ports[i] for i in order]
+        self.unresponsive.arrange(cparams)
         if self.writable_only and cparams.get("target_session_attrs") in (
             None,
             "any",
@@ -411,7 +414,7 @@ class HostChoice:
         ):
             cparams["target_session_attrs"] = "read-write"
         if tries_each_host(cparams):  # each host within its own timeout (store/connecting.py)
-            cparams["async_creator_fn"] = connect_each_host
+            cparams["async_creator_fn"] = self.unresponsive.connector(info)
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -483,7 +486,7 @@ def make_pg_engine(
         choice = hosts
 
         @event.listens_for(engine.sync_engine, "do_connect")
-        def _pick_hosts(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
-            choice.apply(cparams)
+        def _pick_hosts(_dialect: Any, record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+            choice.apply(cparams, None if record is None else record.info)
 
     return engine

@@ -14,15 +14,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
 from ...errors import StoreError
+from ..connecting import HOST_KEY
 from ..engine import HostChoice, StoreURL, make_pg_engine
 from ..loops import PerLoop
 from ..retry import until_reachable
 from .driver import classify_error, connection_lost, run_locked_on_engine, unwrapped
 from .listener import PgListener
 
-__all__ = ["Connections", "LoopConnections", "drop_idle"]
+__all__ = ["Connections", "LoopConnections", "drop_idle", "timed_out"]
 
 T = TypeVar("T")
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether a call failed because its statement went unanswered (``command_timeout``)."""
+    driver = unwrapped(exc)
+    return isinstance(driver, TimeoutError) or isinstance(driver.__cause__, TimeoutError)
 
 
 async def drop_idle(engine: AsyncEngine) -> None:
@@ -143,6 +150,12 @@ class Connections:
                 if connection_lost(exc):
                     if classify_error(unwrapped(exc)) == "standby":
                         self.hosts.writable_only = True  # from now on: past the standby
+                    if timed_out(exc):  # a frozen host: new connections try the others first
+                        with contextlib.suppress(Exception):
+                            raw = await conn.get_raw_connection()
+                            host = raw.info.get(HOST_KEY)
+                            if host is not None:
+                                self.hosts.unresponsive.mark(host)
                     with contextlib.suppress(Exception):
                         await conn.invalidate(exc if isinstance(exc, Exception) else None)
                     with contextlib.suppress(Exception):
