@@ -26,7 +26,7 @@ from .codec import event_row, header_row
 from .keying import check_append_key, remember
 from .leases import Lease
 from .reading import Reading
-from .translate import is_unique_violation, translate_errors
+from .translate import is_unique_violation, raise_translated, translate_errors
 
 __all__ = ["EventInput", "Writing"]
 
@@ -34,20 +34,18 @@ EventInput = SessionEvent | Mapping[str, Any]
 
 
 def _append_failed(exc: Exception, session_id: str, first: int) -> NoReturn:
-    """Raise what a failed append's error means (`translate_errors`)."""
-    with translate_errors(f"appending to session {session_id!r}"):
-        # The seq was checked against the next seq read under the write lock, so a row already
-        # at one of the batch's seqs lies past the session's stored end: it was put there
-        # outside todo_sessions.
-        if is_unique_violation(exc):
-            raise CorruptSessionError(
-                session_id,
-                first,
-                f"a stored row at seq {first} or later lies past the session's stored end; it "
-                "was written outside todo_sessions (run `todo-sessions verify`)",
-            ) from exc
-        raise exc
-    raise AssertionError("unreachable: translate_errors re-raises what it catches")
+    """Raise what a failed append's error means (`translate.raise_translated`)."""
+    # The seq was checked against the next seq read under the write lock, so a row already at
+    # one of the batch's seqs lies past the session's stored end: it was put there outside
+    # todo_sessions.
+    if is_unique_violation(exc):
+        raise CorruptSessionError(
+            session_id,
+            first,
+            f"a stored row at seq {first} or later lies past the session's stored end; it "
+            "was written outside todo_sessions (run `todo-sessions verify`)",
+        ) from exc
+    raise_translated(exc, f"appending to session {session_id!r}")
 
 
 class Writing:
