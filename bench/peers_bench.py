@@ -26,6 +26,9 @@ Sides, each through its own public API, each on its own SQLite file in one temp 
 - ``agents``: openai-agents' ``SQLiteSession`` (its own schema and threads; its items are
   ``{"type", "seq", "time", "data"}`` dicts of the same events). It keeps SQLite's default
   ``synchronous`` (FULL) and sets WAL itself.
+- ``limit-thread``, ``store-sql``, ``store-sql-thread`` (only when named in ``--sides``; append
+  columns only): the floors under the store's appends (`floor_sides`): the limit's statements
+  on a writer thread, the store's statements on its schema on the loop thread, and both.
 
 The workload (`workload`): a coding-agent session of ``assistant/message`` events (one text
 block, ~300 bytes), ``tool/call`` events (an ``edit_file`` call) in turn, and a
@@ -85,6 +88,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from floor_sides import FLOORS  # the floors under the store's appends
 from store_bench import message, todo_write, tool_call  # the same payloads as bench/store_bench.py
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
@@ -92,6 +96,7 @@ from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
 T0 = 1_764_000_000_000
 SEP = (",", ":")
 SIDES = ("limit", "store", "store-noindex", "aiosqlite", "agents")
+"""The sides of a run without ``--sides``; the floors (`floor_sides`) run when named."""
 COLUMNS = ("single", "batch100", "load", "todo", "tasks", "processes")
 
 # -- the workload -------------------------------------------------------------------------------
@@ -391,6 +396,8 @@ async def open_side(name: str, path: Path) -> Side:
         return await StoreSide.open(path, search_index=False)
     if name == "aiosqlite":
         return await AiosqliteSide.open(path)
+    if name in FLOORS:
+        return await FLOORS[name].open(path)  # type: ignore[return-value]
     return AgentsSide(path)
 
 
@@ -599,11 +606,12 @@ async def bench(
                 "4 tasks",
             )  # fmt: skip
         if only & {"load", "todo"}:
+            readers = [s for s in sides if s not in FLOORS]  # the floors only append
             started = time.perf_counter()
             seeded: dict[int, dict[str, Any]] = {}
             for size in sizes.loads:
                 log = workload(size)
-                seeded[size] = {name: await opened[name].seed(log) for name in sides}
+                seeded[size] = {name: await opened[name].seed(log) for name in readers}
             for side in opened.values():
                 await side.settle()
             progress(f"seeded ({time.perf_counter() - started:.0f} s)\n")
@@ -611,7 +619,7 @@ async def bench(
                 for size in sizes.loads:
                     handles = seeded[size]
                     cells[f"load {label(size)}"] = await alternate(
-                        Cell("ev/s"), sides, rounds,
+                        Cell("ev/s"), readers, rounds,
                         lambda s, h=handles, n=size: load(opened[s], h[s], n),
                         f"load {label(size)}",
                     )  # fmt: skip
@@ -619,7 +627,7 @@ async def bench(
                 largest = max(sizes.loads)
                 handles = seeded[largest]
                 cells[f"latest todo @{label(largest)}"] = await alternate(
-                    Cell("µs"), sides, rounds,
+                    Cell("µs"), readers, rounds,
                     lambda s: latest_todo(opened[s], handles[s], sizes.todo_calls),
                     f"latest todo @{label(largest)}",
                 )  # fmt: skip
@@ -654,7 +662,7 @@ def report(cells: dict[str, Cell], sides: Sequence[str]) -> None:
     print("\nmedians [p25-p75] (ev/s, or µs for latency):")
     head = ("column", *sides)
     lines = [head] + [
-        (name, *(f"{spread(c.runs[s], c.unit)} {c.unit}" for s in sides))
+        (name, *(f"{spread(c.runs[s], c.unit)} {c.unit}" if s in c.runs else "-" for s in sides))
         for name, c in cells.items()
     ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -665,7 +673,10 @@ def report(cells: dict[str, Cell], sides: Sequence[str]) -> None:
     print("| | " + " | ".join(cells) + " |")
     print("|---" * (len(cells) + 1) + "|")
     for side in others:
-        row = [f"{c.ratio(side):.2f} ({c.paired(side):.2f})" for c in cells.values()]
+        row = [
+            f"{c.ratio(side):.2f} ({c.paired(side):.2f})" if side in c.runs else "-"
+            for c in cells.values()
+        ]
         print(f"| {side} | " + " | ".join(row) + " |")
 
 
@@ -676,15 +687,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="alternating rounds per column (5; quick: 3)")
     parser.add_argument("--quick", action="store_true", help="small counts, 3 rounds")
     parser.add_argument("--only", help=f"comma-separated columns of: {','.join(COLUMNS)}")
-    parser.add_argument("--sides", help=f"comma-separated of: {','.join(SIDES)} (limit always)")
+    parser.add_argument(
+        "--sides",
+        help=f"comma-separated of: {','.join((*SIDES, *FLOORS))} (limit always; default: "
+        f"{','.join(SIDES)})",
+    )
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 5)
     only = set(args.only.split(",")) if args.only else set(COLUMNS)
     if unknown := only - set(COLUMNS):
         parser.error(f"unknown columns {sorted(unknown)}; choose from {','.join(COLUMNS)}")
     sides = ["limit", *(s for s in (args.sides or ",".join(SIDES)).split(",") if s != "limit")]
-    if unknown := set(sides) - set(SIDES):
-        parser.error(f"unknown sides {sorted(unknown)}; choose from {','.join(SIDES)}")
+    if unknown := set(sides) - {*SIDES, *FLOORS}:
+        parser.error(f"unknown sides {sorted(unknown)}; choose from {','.join((*SIDES, *FLOORS))}")
     print(
         f"python {platform.python_version()}, sqlite {sqlite3.sqlite_version}, aiosqlite "
         f"{version('aiosqlite')}, openai-agents {version('openai-agents')}, "
