@@ -200,10 +200,15 @@ def _float_form_differs(text: str) -> bool:
         return True
     if "e-" not in text:
         return False
-    return any(  # a mantissa is at most 17 digits, a dot and a sign: 40 characters suffice
-        _MANTISSA_BEFORE.search(text, max(0, m.start() - 40), m.start())
-        for m in _SHORT_NEGATIVE_EXPONENT.finditer(text)
-    )
+    # One C call settles the common case, an ``e-`` not followed by a lone digit (a model
+    # named "claude-sonnet-4" puts ``e-`` in most events): no iterator, no generator.
+    found = _SHORT_NEGATIVE_EXPONENT.search(text)
+    while found is not None:
+        start = found.start()  # a mantissa is at most 17 digits, a dot and a sign: 40 suffice
+        if _MANTISSA_BEFORE.search(text, max(0, start - 40), start):
+            return True
+        found = _SHORT_NEGATIVE_EXPONENT.search(text, found.end())
+    return False
 
 
 def _unfreeze(value: Any) -> Any:
