@@ -10,16 +10,13 @@ Run (from the repository root)::
    frame size (100 appends stay below SQLite's 1,000-frame autocheckpoint, and a tight loop
    leaves the index's catch-up to after it: the frames are the appends' own).
 2. The same rows inserted by plain ``sqlite3`` into the store's own schema with the store's
-   append statements (the session row's update, the ``search_pending`` row), then with one
-   index or statement left out at a time: what each costs in frames.
-3. The next step measured, not built: the search index's pending mark as a column of the
-   session row (``index_from``, the first seq the index has not taken; a partial index on
-   ``sessions (id) WHERE index_from IS NOT NULL`` finds the pending sessions) instead of a
-   ``search_pending`` row. Either set by every append's update (``COALESCE``: SQLite rewrites
-   a partial index's entry whenever an update assigns a column of it, even to its own value),
-   or only by the update of an append that finds it NULL (the state read returns it; the
-   other appends use the update without it, which leaves the partial index alone).
-4. The limit of `peers_bench.py` (its minimal table and one index).
+   append statements (the event row, the session row's update, which sets the search index's
+   mark only when it finds it NULL: revision 0013), then with one index or statement left out
+   or changed at a time: what each costs in frames. Among them the mark as revisions 0011-0012
+   wrote it (a ``search_pending`` row an append) and as every update setting it (``COALESCE``:
+   SQLite rewrites a partial index's entry whenever an update assigns its column, even to its
+   own value).
+3. The limit of `peers_bench.py` (its minimal table and one index).
 """
 
 from __future__ import annotations
@@ -59,22 +56,25 @@ async def through_the_store(tmp: Path) -> tuple[float, Path]:
     return frames / APPENDS, path
 
 
-def replayed(source: Path, tmp: Path, leave_out: tuple[str, ...]) -> float:
-    """The store's append statements by plain ``sqlite3`` on a copy of its database."""
-    path = tmp / f"replay-{'-'.join(leave_out) or 'all'}.db"
+def replayed(source: Path, tmp: Path, leave_out: tuple[str, ...], mark: str = "when_null") -> float:
+    """The store's append statements by plain ``sqlite3`` on a copy of its database (its
+    session caught up by the index first, as after an idle pause), without the indexes named
+    in ``leave_out``; the search index's mark ``mark``: "when_null" (the store's, revision
+    0013), "always" (``COALESCE`` in every update), "pending_row" (revisions 0011-0012: a
+    ``search_pending`` row an append), "none"."""
+    path = tmp / f"replay-{'-'.join(leave_out)}-{mark}.db"
     path.write_bytes(source.read_bytes())
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("UPDATE sessions SET index_from = NULL")
     session_id, next_seq = conn.execute("SELECT id, next_seq FROM sessions").fetchone()
     for name in leave_out:
-        if name.startswith("ix_"):
-            conn.execute(f"DROP INDEX {name}")
-    mark = next((n for n in leave_out if n.startswith("mark_")), None)
-    if mark is not None:
-        conn.execute("ALTER TABLE sessions ADD COLUMN index_from BIGINT")
+        conn.execute(f"DROP INDEX {name}")
+    if mark == "pending_row":
         conn.execute(
-            "CREATE INDEX ix_sessions_index_from ON sessions (id) WHERE index_from IS NOT NULL"
+            "CREATE TABLE search_pending (id INTEGER NOT NULL PRIMARY KEY, session_id "
+            "VARCHAR(200) NOT NULL, first_seq BIGINT NOT NULL, end_seq BIGINT NOT NULL)"
         )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = json.dumps({"turn": 1, "step": 1, "message": {"text": "x" * 300}})
@@ -86,13 +86,13 @@ def replayed(source: Path, tmp: Path, leave_out: tuple[str, ...]) -> float:
             "source_event_seqs, ignorable, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (session_id, seq, "assistant/message", seq, data, '"append"', None, False, b"x" * 32),
         )
-        if "search_pending" not in leave_out:
+        if mark == "pending_row":
             conn.execute(
                 "INSERT INTO search_pending (session_id, first_seq, end_seq) VALUES (?, ?, ?)",
                 (session_id, seq, seq + 1),
             )
         now = 1_800_000_000_000 + i
-        if mark == "mark_always" or (mark == "mark_when_null" and i == 0):
+        if mark == "always" or (mark == "when_null" and i == 0):
             conn.execute(
                 "UPDATE sessions SET revision = ?, next_seq = ?, updated_at = ?, "
                 "index_from = COALESCE(index_from, ?) WHERE id = ?",
@@ -110,8 +110,10 @@ def replayed(source: Path, tmp: Path, leave_out: tuple[str, ...]) -> float:
 
 
 MARKS = {
-    "mark_always": ", the mark on the session row, set by every update",
-    "mark_when_null": ", the mark on the session row, set only when NULL",
+    "when_null": "",
+    "always": ", the mark set by every update (`COALESCE`)",
+    "pending_row": ", a `search_pending` row instead of the mark (revisions 0011-0012)",
+    "none": ", no mark at all",
 }
 
 
@@ -134,18 +136,19 @@ async def main() -> None:
         tmp = Path(name)
         store, source = await through_the_store(tmp)
         rows = [("SessionStore.append, one event each", store)]
-        for leave_out in (
-            (),
-            ("search_pending",),
-            ("ix_sessions_updated_at_id",),
-            ("ix_session_events_surface",),
-            ("ix_session_events_session_id_type_seq",),
-            ("search_pending", "ix_sessions_updated_at_id", "ix_session_events_surface"),
-            ("search_pending", "mark_always"),
-            ("search_pending", "mark_when_null"),
+        for leave_out, mark in (
+            ((), "when_null"),
+            ((), "pending_row"),
+            ((), "always"),
+            ((), "none"),
+            (("ix_sessions_updated_at_id",), "when_null"),
+            (("ix_session_events_surface",), "when_null"),
+            (("ix_session_events_session_id_type_seq",), "when_null"),
+            (("ix_sessions_updated_at_id", "ix_session_events_surface"), "none"),
         ):
-            label = "its statements" + "".join(MARKS.get(n, f", without {n}") for n in leave_out)
-            rows.append((label, replayed(source, tmp, leave_out)))
+            label = "its statements" + MARKS[mark]
+            label += "".join(f", without {n}" for n in leave_out)
+            rows.append((label, replayed(source, tmp, leave_out, mark)))
         rows.append(
             ("plain sqlite3, the minimal schema (peers_bench's limit)", await the_limit(tmp))
         )

@@ -10,10 +10,10 @@ split into what its schema and its thread cost and what its own Python costs:
   ``limit``: what keeping the host's loop free of the write costs, and nothing else.
 - ``store-sql``: the store's schema (made by `todo_sessions.migrate`: its indexes, triggers,
   foreign keys, the search index's tables) and the statements one append runs there, as the
-  store runs them (`plans.append`: the session's state with the previous chain value, the event
-  rows, the search index's pending mark, the session row's update), with ``json.dumps`` and a
-  BLAKE2b link per event as the only Python. On the loop thread, like ``limit``. Against
-  ``limit``: what the schema and its statements cost.
+  store runs them (`plans.append`: the session's state with the previous chain value and the
+  search index's mark, the event rows, the session row's update, which sets the mark when it
+  finds it NULL), with ``json.dumps`` and a BLAKE2b link per event as the only Python. On the
+  loop thread, like ``limit``. Against ``limit``: what the schema and its statements cost.
 - ``store-sql-thread``: ``store-sql`` on the thread of ``limit-thread``: the floor of the store's
   design as specified (its schema, its statements, its writer thread). The store above it is
   the cost of its own code: validation, the event objects, rows, chain, the plan, the futures.
@@ -42,15 +42,17 @@ SEP = (",", ":")
 STATE = (
     "SELECT sessions.next_seq, sessions.revision, sessions.incarnation, "
     "(SELECT session_events.chain FROM session_events WHERE session_events.session_id = "
-    "sessions.id AND session_events.seq = sessions.next_seq - 1) AS anon_1 "
-    "FROM sessions WHERE sessions.id = ?"
+    "sessions.id AND session_events.seq = sessions.next_seq - 1) AS anon_1, "
+    "sessions.index_from FROM sessions WHERE sessions.id = ?"
 )
 INSERT_EVENT = (
     "INSERT INTO session_events (session_id, seq, type, time, data, surface_op, "
     "source_event_seqs, ignorable, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-MARK_PENDING = "INSERT INTO search_pending (session_id, first_seq, end_seq) VALUES (?, ?, ?)"
 UPDATE_SESSION = "UPDATE sessions SET revision=?, next_seq=?, updated_at=? WHERE sessions.id = ?"
+UPDATE_MARKING = (
+    "UPDATE sessions SET revision=?, next_seq=?, updated_at=?, index_from=? WHERE sessions.id = ?"
+)
 INSERT_SESSION = (
     "INSERT INTO sessions (id, format_version, created_at, cwd, delegation_depth, incarnation, "
     "revision, next_seq, updated_at) VALUES (?, 1, ?, '/bench', 0, ?, 0, 0, ?)"
@@ -140,7 +142,8 @@ def store_write(handle: str, events: Sequence[Event], now: int) -> Write:
     """One append of the store's statements (`plans.append`) on its schema."""
 
     def write(conn: sqlite3.Connection) -> None:
-        next_seq, revision, _incarnation, previous = conn.execute(STATE, (handle,)).fetchone()
+        state = conn.execute(STATE, (handle,)).fetchone()
+        next_seq, revision, _incarnation, previous, index_from = state
         link = previous or GENESIS
         rows = []
         for k, s, t, d, op in events:
@@ -149,8 +152,10 @@ def store_write(handle: str, events: Sequence[Event], now: int) -> Write:
             rows.append((handle, s, k, t, text, None if op is None else '"append"', None, 0, link))
         conn.executemany(INSERT_EVENT, rows)
         end = next_seq + len(rows)
-        conn.execute(MARK_PENDING, (handle, next_seq, end))
-        conn.execute(UPDATE_SESSION, (revision + 1, end, now, handle))
+        if index_from is None:  # the search index's mark, set by the first append it covers
+            conn.execute(UPDATE_MARKING, (revision + 1, end, now, next_seq, handle))
+        else:
+            conn.execute(UPDATE_SESSION, (revision + 1, end, now, handle))
 
     return write
 

@@ -141,7 +141,6 @@ async def _empty_pg(url: str) -> None:
 
         def empty(conn: Any) -> None:  # in the order the store's own delete takes
             conn.execute(tables.sessions.update().values(next_seq=0))
-            conn.execute(tables.search_pending.delete())  # appends left to the index
             conn.execute(tables.session_events.delete())
             conn.execute(tables.sessions.delete())
             conn.execute(tables.session_leases.delete())

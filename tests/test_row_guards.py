@@ -238,9 +238,9 @@ async def test_revision_0012_down_and_up_keeps_logs_chains_and_index(
     indexed = await run_locked(url, index_rows(ns))
     assert {(sid, seq) for sid, seq, _, body in indexed if "gnuword" in body} == before
     assert await run_locked(url, events_foreign_keys(ns)) == ([] if postgres else [key])
-    await downgrade(url, revision="-1")  # to the revision 0012 revises
-    below = ScriptDirectory.from_config(alembic_config()).get_revision(head_revision())
-    assert below is not None and below.revision == REVISION
+    below = ScriptDirectory.from_config(alembic_config()).get_revision(REVISION)
+    assert below is not None and below.down_revision is not None
+    await downgrade(url, revision=str(below.down_revision))  # to the revision 0012 revises
     assert await run_locked(url, lambda c: current_revision(c, ns)) == below.down_revision
     assert await run_locked(url, events_foreign_keys(ns)) == [key]
     assert await run_locked(url, stored_rows(ns)) == rows

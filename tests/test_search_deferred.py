@@ -24,7 +24,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from todo_sessions import SessionStore, migrate, verify_session
-from todo_sessions.store.indexer import newest_pending
+from todo_sessions.store.indexer import catch_up, pending_events
 from todo_sessions.store.migrate import downgrade, run_locked
 from todo_sessions.store.namespace import DEFAULT
 
@@ -83,11 +83,76 @@ async def test_search_index_false_writes_no_index_and_search_still_catches_up(ur
     async with SessionStore(url, search_index=False) as off, SessionStore(url) as on:
         await off.create(header("off"))
         await off.append("off", turn(0, text=word_of("off", 0)))
-        assert await (await recorder_of(off)).pending_index() is None
+        assert await (await recorder_of(off)).pending_index() == 0
         assert await off.search(word_of("off", 0)) == []
         await on.create(header("on"))
         await on.append("on", turn(0, text=word_of("on", 0)))
         assert await found_once(off, word_of("on", 0), "on", 1)  # any store's search catches up
+
+
+@pytest.fixture
+def no_idle_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No catch-up in the background (SQLite's writer thread, PostgreSQL's `IdleIndexer`):
+    the marks stay as the appends leave them until the test catches up."""
+    from todo_sessions.store import idle_index
+    from todo_sessions.store.sqlite import writer
+
+    for module in (writer, idle_index):
+        monkeypatch.setattr(module, "INDEX_IDLE", 1e9)
+        monkeypatch.setattr(module, "INDEX_BACKLOG", 1 << 62)
+
+
+async def test_the_mark_is_set_once_and_moved_by_the_catch_up(
+    url: str, no_idle_index: None
+) -> None:
+    """The first indexed append marks the session at its first seq, the next ones leave the
+    mark (it covers them); a catch-up up to a seq below the next seq (as when an append
+    commits while it runs) moves the mark there, not to NULL; the next clears it."""
+    async with SessionStore(url) as store:
+        await store.create(header("m"))
+        await store.create(header("n"))
+        await store.append("m", turn(0, text=word_of("m", 0)))
+        assert await raw_sql(url, marks) == {"m": 0}  # "n": no row before its first append
+        await store.append("m", turn(6, 2, text=word_of("m", 1)))
+        await store.append("n", turn(0, text=word_of("n", 0)))
+        assert await raw_sql(url, marks) == {"m": 0, "n": 0}
+        recorder = await recorder_of(store)
+        assert await recorder.pending_index() == 18
+        tables = store.namespace.tables
+        done = await raw_sql(url, lambda c: catch_up(c, tables, {"m": 6}))
+        assert (done.sessions, done.rows, done.more, done.done) == (1, 2, False, {"m"})
+        assert await raw_sql(url, marks) == {"m": 6, "n": 0}
+        assert [r.seq for r in await recorder.index_rows("m")] == [1, 2]
+        assert await recorder.pending_index() == 12
+        assert await found_once(store, word_of("m", 1), "m", 7)  # the search catches up
+        assert await raw_sql(url, marks) == {"m": None, "n": None}
+        assert await recorder.pending_index() == 0
+        assert await recorder.catch_up_index() == 0
+
+
+async def test_a_catch_up_takes_big_backlogs_in_parts(
+    url: str, no_idle_index: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Transactions of at most two sessions and about five events: a session with more is
+    taken a part at a time, and a search still finds every event, once."""
+    from todo_sessions.store import indexer
+
+    monkeypatch.setattr(indexer, "CATCH_UP_SESSIONS", 2)
+    monkeypatch.setattr(indexer, "CATCH_UP_EVENTS", 5)
+    async with SessionStore(url) as store:
+        for session_id in ("p1", "p2", "p3"):
+            await store.create(header(session_id))
+            for n in range(3):
+                await store.append(session_id, turn(6 * n, n + 1, text=word_of(session_id, n)))
+        tables = store.namespace.tables
+        first = await raw_sql(url, lambda c: indexer.catch_up(c, tables))
+        assert (first.sessions, first.more) == (1, True)  # 5 of p1's 18 events
+        assert await raw_sql(url, marks) == {"p1": 5, "p2": 0, "p3": 0}
+        for session_id in ("p1", "p2", "p3"):
+            for n in range(3):
+                assert await found_once(store, word_of(session_id, n), session_id, 6 * n + 1)
+        assert await raw_sql(url, marks) == {"p1": None, "p2": None, "p3": None}
+        assert await store.search_index_problems() == []
 
 
 async def test_a_store_left_idle_catches_the_index_up_by_itself(url: str) -> None:
@@ -97,7 +162,7 @@ async def test_a_store_left_idle_catches_the_index_up_by_itself(url: str) -> Non
         recorder = await recorder_of(store)
         for _ in range(200):  # no search: the store indexes once its appends pause
             await asyncio.sleep(0.3)  # longer than the pause it waits for
-            if await recorder.pending_index() is None:
+            if await recorder.pending_index() == 0:
                 break
         else:
             raise AssertionError("the index was never caught up")
@@ -130,7 +195,7 @@ async def test_the_appends_after_a_catch_up_still_commit_with_synchronous_full(
         recorder = await recorder_of(store)
         for _ in range(100):
             await asyncio.sleep(0.3)
-            if await recorder.pending_index() is None:
+            if await recorder.pending_index() == 0:
                 break
         else:
             raise AssertionError("the index was never caught up")
@@ -232,24 +297,81 @@ async def test_revision_0011_upgrades_and_downgrades_with_appends_left_to_the_in
 
         def left_to_the_index(conn: Connection) -> None:  # committed, not indexed yet
             conn.execute(text("DELETE FROM search_text WHERE session_id = 'b'"))
-            conn.execute(
-                text(
-                    "INSERT INTO search_pending (session_id, first_seq, end_seq) "
-                    "VALUES ('b', 0, 6), ('b', 6, 12)"
-                )
-            )
+            conn.execute(text("UPDATE sessions SET index_from = 0 WHERE id = 'b'"))
 
         await raw_sql(empty_url, left_to_the_index)
-    # the downgrade indexes what is pending (0010's appends expect a whole index), then drops
+    # 0013's downgrade turns the mark into a pending row, then 0011's indexes what is pending
+    # (0010's appends expect a whole index) and drops the table
     await downgrade(empty_url, revision="0010")
     rows, names = await run_locked(empty_url, index_state)
     assert rows == whole and "search_pending" not in names
     await migrate(empty_url)  # existing databases start with nothing pending
     rows, names = await run_locked(empty_url, index_state)
-    assert rows == whole and "search_pending" in names
-    assert await run_locked(empty_url, lambda c: newest_pending(c, DEFAULT.tables)) is None
+    assert rows == whole and "search_pending" not in names
+    assert await run_locked(empty_url, lambda c: pending_events(c, DEFAULT.tables)) == 0
     async with SessionStore(empty_url) as store:
         for n, session_id in enumerate(("a", "b")):
             assert await found_once(store, word_of(session_id, n), session_id, 1)
             assert await found_once(store, word_of(session_id, n + 10), session_id, 7)
             assert await verify_session(store, session_id) == []
+
+
+def marks(conn: Connection) -> dict[str, int | None]:
+    return dict(conn.execute(text("SELECT id, index_from FROM sessions")).all())  # type: ignore[arg-type]
+
+
+async def test_revision_0013_moves_pending_rows_onto_the_session_rows_and_back(
+    empty_url: str,
+) -> None:
+    """Revision 0012's pending rows (several a session, one of a session deleted since)
+    become each session's mark, the search finds what they stood for; the downgrade writes
+    one pending row per marked session back."""
+    async with SessionStore(empty_url) as store:
+        for n, session_id in enumerate(("a", "b", "c")):
+            await store.create(header(session_id))
+            await store.append(session_id, turn(0, text=word_of(session_id, n)))
+            await store.append(session_id, turn(6, 2, text=word_of(session_id, n + 10)))
+        assert await store.search_index_problems() == []
+        whole = (await run_locked(empty_url, index_state))[0]
+    await downgrade(empty_url, revision="0012")
+
+    def left_to_the_index(conn: Connection) -> None:  # as 0012's appends leave them
+        conn.execute(text("DELETE FROM search_text WHERE session_id IN ('a', 'b')"))
+        conn.execute(
+            text(
+                "INSERT INTO search_pending (session_id, first_seq, end_seq) VALUES "
+                "('b', 6, 12), ('a', 0, 6), ('gone', 0, 3), ('a', 6, 12), ('b', 0, 6)"
+            )
+        )
+
+    await raw_sql(empty_url, left_to_the_index)
+    await migrate(empty_url)
+    assert await run_locked(empty_url, marks) == {"a": 0, "b": 0, "c": None}
+    assert await run_locked(empty_url, lambda c: pending_events(c, DEFAULT.tables)) == 24
+    rows, names = await run_locked(empty_url, index_state)
+    assert "search_pending" not in names and rows != whole
+    async with SessionStore(empty_url) as store:
+        for n, session_id in enumerate(("a", "b", "c")):
+            assert await found_once(store, word_of(session_id, n), session_id, 1)
+            assert await found_once(store, word_of(session_id, n + 10), session_id, 7)
+    assert (await run_locked(empty_url, index_state))[0] == whole
+    assert await run_locked(empty_url, marks) == {"a": None, "b": None, "c": None}
+
+    def mark_b(conn: Connection) -> None:
+        conn.execute(text("DELETE FROM search_text WHERE session_id = 'b' AND seq >= 6"))
+        conn.execute(text("UPDATE sessions SET index_from = 6 WHERE id = 'b'"))
+
+    await raw_sql(empty_url, mark_b)
+    await downgrade(empty_url, revision="0012")
+
+    def pending(conn: Connection) -> list[tuple[object, ...]]:
+        query = "SELECT session_id, first_seq, end_seq FROM search_pending"
+        return [tuple(r) for r in conn.execute(text(query)).all()]
+
+    assert await run_locked(empty_url, pending) == [("b", 6, 12)]
+    await migrate(empty_url)
+    assert await run_locked(empty_url, marks) == {"a": None, "b": 6, "c": None}
+    async with SessionStore(empty_url) as store:
+        assert await found_once(store, word_of("b", 11), "b", 7)
+        assert await verify_session(store, "b") == []
+    assert await run_locked(empty_url, marks) == {"a": None, "b": None, "c": None}

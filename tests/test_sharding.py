@@ -23,7 +23,6 @@ SESSION_KEY = {
     "session_leases": "session_id",
     "session_checkpoints": "session_id",
     "search_text": "session_id",
-    "search_pending": "session_id",
 }
 """The distribution column of each table (all co-located: one session's rows on one shard)."""
 SESSION_PARAMETERS = frozenset({"session_id", "id", "b_id", "p_id", "l_session_id"})

@@ -21,9 +21,10 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from todo_sessions.store.indexer import catch_up
+from todo_sessions.core.jsonvalue import decode_fast
 from todo_sessions.store.namespace import migration_namespace
 from todo_sessions.store.schema import define_tables
+from todo_sessions.store.search import expected_rows, insert_rows
 
 revision: str = "0011"
 down_revision: str | None = "0010"
@@ -49,6 +50,27 @@ def downgrade() -> None:
     ns = migration_namespace()
     tables = define_tables(ns.table_prefix, ns.schema)
     bind = op.get_bind()
-    while catch_up(bind, tables).more:
-        pass
+    # What is pending, indexed as this revision's catch-up did (written out here: the store's
+    # own `indexer` reads the marks of the newest revision, 0013): the events of the pending
+    # rows' ranges that have no index rows yet, session by session.
+    pending = sa.table(
+        ns.name("search_pending"),
+        sa.column("session_id", sa.String()),
+        sa.column("first_seq", sa.BigInteger()),
+        sa.column("end_seq", sa.BigInteger()),
+        schema=ns.schema,
+    )
+    ev, st = tables.session_events.c, tables.search_text.c
+    indexed = sa.select(sa.literal_column("1")).where(st.session_id == ev.session_id)
+    indexed = indexed.where(st.seq == ev.seq).exists()
+    found = bind.execute(sa.select(pending.c.session_id, pending.c.first_seq, pending.c.end_seq))
+    for session_id, first, end in found.all():
+        events = bind.execute(
+            sa.select(ev.seq, ev.type, ev.data)
+            .where(ev.session_id == session_id, ev.seq >= first, ev.seq < end, ~indexed)
+            .order_by(ev.seq)
+        ).all()
+        rows = expected_rows(session_id, ((s, t, decode_fast(d)) for s, t, d in events))
+        if rows:
+            insert_rows(bind, tables, rows, fts=bind.dialect.name != "postgresql")
     op.drop_table(ns.name("search_pending"), schema=ns.schema)

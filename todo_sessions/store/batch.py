@@ -85,18 +85,12 @@ class AppendBatch:
     lease: Lease | None = None
     projection: Projection | None = None
     index: bool = False
-    """Whether the search index takes these events (a ``search_pending`` row, `indexer`)."""
+    """Whether the search index takes these events (the session row's mark, `indexer`)."""
     chain_key: bytes = b""
 
     @property
     def first_seq(self) -> int:
         return int(self.rows[0]["seq"])
-
-    def pending(self) -> dict[str, Any]:
-        """The ``search_pending`` row of an indexed append (`indexer.pending_insert`)."""
-        first = self.rows[0]["seq"]
-        end = first + len(self.rows)
-        return {"session_id": self.session_id, "first_seq": first, "end_seq": end}
 
 
 def check_batch_start(session_id: str, first_seq: int, next_seq: int) -> None:
@@ -153,6 +147,7 @@ def new_session_values(header: dict[str, Any], now: int) -> dict[str, Any]:
         "tags": None,
         "metadata": None,
         "open_todos": False,
+        "index_from": None,
     }
 
 

@@ -141,9 +141,13 @@ class Finding:
         self._check_writable("rebuild the search index")
         if search_config is not None:
             index.check_config_backend(self.dialect, search_config)
-        return await self._call(
+        rows = await self._call(
             "rebuilding the search index", lambda r: r.reindex(search_config=search_config)
         )
+        # The rebuild leaves the appends' marks (`Recorder.reindex`): the catch-up finds their
+        # events indexed, writes nothing and clears them.
+        await self._index_caught_up()
+        return rows
 
     async def search_config(self) -> str | None:
         return await self._call("reading the search configuration", lambda r: r.search_config())

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from ..core.search import SearchQuery
 from ..core.types import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
 from . import search as index
-from .indexer import clear_pending, lock_statement, newest_pending
+from .indexer import lock_statement, pending_events
 from .namespace import Namespace
 
 __all__ = ["IndexOperations", "IndexRow", "SearchPage", "SearchRow", "index_rows_of"]
@@ -104,7 +104,9 @@ class IndexOperations:
                 conn.execute(lock_statement(tables))
             if search_config is not None:
                 index.set_search_config(conn, tables, search_config)
-            clear_pending(conn, tables)  # the fill reads every log after this
+            # The marks stay: the fill reads every log after this, and the next catch-up
+            # finds their events indexed (idempotent) and clears them. Clearing them here
+            # would hold every marked session row (PostgreSQL) for the whole fill.
             index.clear_index(conn, tables)
             return index.fill_index(conn, tables)
 
@@ -130,7 +132,7 @@ class IndexOperations:
 
         return await self._on_sa(rows, write=False)
 
-    async def pending_index(self) -> int | None:
-        """The newest append still waiting for the index (its pending row's id), or None."""
+    async def pending_index(self) -> int:
+        """How many stored events wait for the index (0: none)."""
         tables = self._namespace.tables
-        return await self._on_sa(lambda c: newest_pending(c, tables), write=False)
+        return await self._on_sa(lambda c: pending_events(c, tables), write=False)

@@ -81,9 +81,9 @@ Plan = Generator[Step, Any, T]
 def append(sql: AppendStatements, batch: AppendBatch) -> Plan[AppendOutcome]:
     """Append a batch (`recorder.Recorder.append`): check its lease, materialise the session
     row on its first append, check that the batch starts at the stored next seq, chain and
-    insert the rows, mark them for the search index, advance next seq and revision, apply the
-    projection. The caller holds the write lock (SQLite) or a row lock on the session
-    (PostgreSQL: ``state`` is read ``FOR UPDATE``)."""
+    insert the rows, advance next seq and revision (and mark the session for the search index
+    if it is not marked yet), apply the projection. The caller holds the write lock (SQLite)
+    or a row lock on the session (PostgreSQL: ``state`` is read ``FOR UPDATE``)."""
     session_id = batch.session_id
     key = (session_id,)
     if batch.lease is not None:
@@ -96,15 +96,17 @@ def append(sql: AppendStatements, batch: AppendBatch) -> Plan[AppendOutcome]:
         # A concurrent first append (PostgreSQL) may win the insert; the locked read decides.
         yield RUN, sql.insert_session, sql.insert_session.args(values)
         state = yield ROW, sql.state, key
-    next_seq, revision, incarnation, previous = state
+    next_seq, revision, incarnation, previous, index_from = state
     rows = batch.rows
     check_batch_start(session_id, rows[0]["seq"], next_seq)
     chain_rows(batch, previous)
     yield EVENTS, sql.insert_events, rows
-    if batch.index:  # the search index takes the events after the commit (`indexer`)
-        yield RUN, sql.mark_pending, sql.mark_pending.args(batch.pending())
     params = after_append(next_seq, revision, len(rows), batch.now, session_id)
-    yield RUN, sql.update, sql.update.args(params)
+    if batch.index and index_from is None:  # the index takes the events after the commit
+        params["b_index_from"] = next_seq  # (`indexer`); marked already: the mark covers them
+        yield RUN, sql.update_marking, sql.update_marking.args(params)
+    else:
+        yield RUN, sql.update, sql.update.args(params)
     projection = batch.projection
     if projection is not None:  # the batch has session/meta or todo/write events
         yield RUN, sql.projection, sql.projection.args(projection.params)

@@ -24,7 +24,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
-from .indexer import pending_insert
 from .schema import DEFAULT_TABLES, Tables
 
 __all__ = [
@@ -76,12 +75,16 @@ class Queries:
     tables: Tables
     select_store_id: Select[Any]
     append_state: Select[Any]
-    """The stored next seq (and the chain value of the event before it), read under a row
-    lock (PostgreSQL; SQLite holds the write lock)."""
+    """The stored next seq (and the chain value of the event before it, and the search index's
+    mark), read under a row lock (PostgreSQL; SQLite holds the write lock)."""
     lease_state: Select[Any]
     """What an append under a lease checks (PostgreSQL: ``FOR SHARE``, so a takeover waits)."""
     insert_events: Insert
     update_after_append: Update
+    update_marking: Update
+    """`update_after_append` that also sets the search index's mark (``index_from``): an
+    indexed append that found it NULL. The others leave the column, and so its partial
+    index, alone."""
     update_projection: Update
     """What a batch with ``session/meta`` or ``todo/write`` events changes
     (`recorder.Projection`); a batch without them never runs it."""
@@ -162,23 +165,27 @@ def build_queries(tables: Tables) -> Queries:
         .where(ev.session_id == se.id, ev.seq == se.next_seq - literal_column("1"))
         .scalar_subquery()
     )
+    after_append = (
+        sessions.update()
+        .where(se.id == bindparam("b_id"))
+        .values(
+            next_seq=bindparam("b_next_seq"),
+            revision=bindparam("b_revision"),
+            updated_at=bindparam("b_updated_at"),
+        )
+    )
     return Queries(
         tables=tables,
         select_store_id=select(state.c.store_id).where(state.c.id == 1),
-        append_state=select(se.next_seq, se.revision, se.incarnation, previous_chain)
+        append_state=select(se.next_seq, se.revision, se.incarnation, previous_chain, se.index_from)
         .where(se.id == bindparam("session_id"))
         .with_for_update(),
         lease_state=select(le.owner, le.epoch, le.expires_at)
         .where(le.session_id == bindparam("session_id"))
         .with_for_update(read=True),
         insert_events=events.insert(),
-        update_after_append=sessions.update()
-        .where(se.id == bindparam("b_id"))
-        .values(
-            next_seq=bindparam("b_next_seq"),
-            revision=bindparam("b_revision"),
-            updated_at=bindparam("b_updated_at"),
-        ),
+        update_after_append=after_append,
+        update_marking=after_append.values(index_from=bindparam("b_index_from")),
         update_projection=sessions.update()
         .where(se.id == bindparam("p_id"))
         .values(
@@ -278,12 +285,12 @@ class AppendStatements:
     """SQLite: one event row; PostgreSQL: a batch's rows, a list per column
     (`insert_events_statement`)."""
     update: Compiled
+    update_marking: Compiled
+    """The session row's update that also marks it for the search index (`indexer`): the
+    index takes the events after the commit."""
     projection: Compiled
     delete_tags: Compiled
     insert_tag: Compiled
-    mark_pending: Compiled
-    """The append's ``search_pending`` row (`indexer.pending_insert`): the search index takes
-    its events after the commit."""
 
 
 def compile_append(
@@ -302,10 +309,10 @@ def compile_append(
         insert_session=compiled(new_session),
         insert_events=compiled(insert_events_statement(tables, dialect.name)),
         update=compiled(queries.update_after_append),
+        update_marking=compiled(queries.update_marking),
         projection=compiled(queries.update_projection),
         delete_tags=compiled(queries.delete_tags),
         insert_tag=compiled(queries.insert_tag),
-        mark_pending=compiled(pending_insert(tables)),
     )
 
 

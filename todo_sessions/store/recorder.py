@@ -135,15 +135,17 @@ class Recorder(Protocol):
 
     async def catch_up_index(self) -> int:
         """Index every append committed before this call that the search index has not taken
-        yet (`indexer.catch_up_all`: transactions of many appends, each deleting the pending
-        rows it indexed); the index rows written. From any process: the pending rows are in
+        yet (`indexer.catch_up_all`: transactions of many sessions, each moving the marks of
+        the sessions it indexed); the index rows written. From any process: the marks are in
         the database."""
         ...
 
     async def reindex(self, search_config: str | None = None) -> int:
         """Rebuild the search index from the logs in one transaction (PostgreSQL: under the
         index's lock; ``search_config``: its text search configuration from now on, a
-        `ValueError` for a name the server does not know); the index rows it holds."""
+        `ValueError` for a name the server does not know); the index rows it holds. The
+        appends' marks stay (clearing them would hold every marked session row for the whole
+        rebuild on PostgreSQL): the next catch-up finds their events indexed and clears them."""
         ...
 
     # -- the search index -----------------------------------------------------------------------
@@ -172,8 +174,8 @@ class Recorder(Protocol):
         """The stored index rows of one session, in seq order."""
         ...
 
-    async def pending_index(self) -> int | None:
-        """The newest append still waiting for the index (its pending row), or None."""
+    async def pending_index(self) -> int:
+        """How many stored events wait for the search index (0: none)."""
         ...
 
     # -- reading (each in one consistent snapshot) --------------------------------------------

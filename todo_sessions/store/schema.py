@@ -44,7 +44,6 @@ __all__ = [
     "Tables",
     "define_tables",
     "metadata",
-    "search_pending",
     "search_text",
     "session_checkpoints",
     "session_events",
@@ -76,7 +75,6 @@ TABLE_NAMES = (
     "session_tags",
     "session_checkpoints",
     "search_text",
-    "search_pending",
 )
 """Our tables' names in the default namespace (a prefix goes in front of each)."""
 
@@ -93,7 +91,6 @@ class Tables:
     session_tags: Table
     session_checkpoints: Table
     search_text: Table
-    search_pending: Table
 
 
 SEARCH_FTS = "search_fts"
@@ -129,6 +126,9 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         Column(
             "open_todos", Boolean(create_constraint=False), nullable=False, server_default=false()
         ),
+        # the search index's mark (revision 0013): the first seq it has not taken, NULL when
+        # it has taken every event (`indexer`)
+        Column("index_from", BigInteger, nullable=True),
         PrimaryKeyConstraint("id"),
         CheckConstraint("next_seq >= 0", name="next_seq_non_negative"),
         CheckConstraint("revision >= 0", name="revision_non_negative"),
@@ -141,6 +141,14 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
             "parent_session",
             sqlite_where=text("parent_session IS NOT NULL"),
             postgresql_where=text("parent_session IS NOT NULL"),
+        ),
+        # the sessions the search index has not caught up with; an append sets ``index_from``
+        # only when it finds it NULL, so only then does this index change
+        Index(
+            f"ix_{prefix}sessions_index_from",
+            "id",
+            sqlite_where=text("index_from IS NOT NULL"),
+            postgresql_where=text("index_from IS NOT NULL"),
         ),
     )
     """``title`` is the current title: the header's, until a ``session/meta`` event sets
@@ -265,19 +273,6 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         PrimaryKeyConstraint("id"),
         Index(None, "session_id", "seq"),
     )
-    # Appends whose events the search index has not taken yet (revision 0011): one narrow row
-    # per indexed append, written in its transaction (seqs ``first_seq`` to ``end_seq - 1``),
-    # deleted in the transaction that indexes them (`indexer`). No foreign key: a row whose
-    # events are gone indexes nothing, and indexing is idempotent.
-    search_pending = Table(
-        f"{prefix}search_pending",
-        metadata,
-        Column("id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
-        Column("session_id", String(200), nullable=False),
-        Column("first_seq", BigInteger, nullable=False),
-        Column("end_seq", BigInteger, nullable=False),
-        PrimaryKeyConstraint("id"),
-    )
     return Tables(
         metadata,
         sessions,
@@ -287,7 +282,6 @@ def define_tables(prefix: str = "", schema: str | None = None) -> Tables:
         session_tags,
         session_checkpoints,
         search_text,
-        search_pending,
     )
 
 
@@ -302,4 +296,3 @@ session_leases = DEFAULT_TABLES.session_leases
 session_tags = DEFAULT_TABLES.session_tags
 session_checkpoints = DEFAULT_TABLES.session_checkpoints
 search_text = DEFAULT_TABLES.search_text
-search_pending = DEFAULT_TABLES.search_pending

@@ -11,11 +11,12 @@ thread of the store.
   savepoint alone; its neighbours commit. Nothing is acknowledged before the shared COMMIT has
   returned. A lone append runs without a savepoint and without waiting for company.
 - **The search index** is not written by the appends (docs/design.md, "The deferred
-  index"): each marks its events pending, and the writer thread catches the index up once it
-  has had no job for `INDEX_IDLE` (and at most once per `INDEX_EVERY`), or between jobs past
-  `INDEX_BACKLOG` events (`Writer._next_job`); a search catches up whatever is left first
-  (`catch_up_index`). In WAL mode with ``synchronous=FULL`` the catch-up transactions commit
-  with NORMAL, no fsync of their own (`Writer.index_transaction`).
+  index"): each leaves its session marked (`indexer`), and the writer thread catches the
+  index up once it has had no job for `INDEX_IDLE` (and at most once per `INDEX_EVERY`), or
+  between jobs past `INDEX_BACKLOG` events (`Writer._next_job`); a search catches up
+  whatever is left first (`catch_up_index`). In WAL mode with ``synchronous=FULL`` the
+  catch-up transactions commit with NORMAL, no fsync of their own
+  (`Writer.index_transaction`).
 - **Reader threads** (two) each own a read connection; a read operation runs as one function
   inside one read transaction (a consistent WAL snapshot). An in-memory database has a single
   connection, so there the writer thread serves reads too (no reader threads).

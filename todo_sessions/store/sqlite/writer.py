@@ -219,8 +219,8 @@ class Writer:
         of its own. In WAL mode its frames become durable with the next FULL commit's fsync
         of the WAL (an append's, from any connection) or the next checkpoint, which syncs the
         WAL first; a crash of the machine before that loses the whole catch-up transaction,
-        never part of it nor anything after it, and nothing that is not derived: the pending
-        rows it deleted come back with it and the next catch-up redoes it. The appends keep
+        never part of it nor anything after it, and nothing that is not derived: the marks
+        it moved come back with it and the next catch-up redoes it. The appends keep
         FULL: the setting is restored before the next job, or the connection is dropped."""
         conn = self.connection()
         if not self.relaxed_index:
