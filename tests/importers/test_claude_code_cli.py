@@ -122,7 +122,8 @@ async def test_claude_code_transcripts_import_with_tasks_calls_and_child(tmp_pat
     async with SessionStore(f"sqlite:///{tmp_path}/store.db") as store:
         results = await import_paths(store, importer, [projects])
         assert [r.status for r in results] == ["created", "created"]
-        assert all(r.warnings == [] and r.unknown_kinds == {} for r in results)
+        # each file's warnings and unknown kinds shown if any (once under load in CI: which?)
+        assert [(r.warnings, r.unknown_kinds) for r in results] == [([], {})] * 2
         main, child = results
         events = await store.read_from(main.session_id)
         calls = [e.data_copy() for e in events if e.type == "tool/call"]

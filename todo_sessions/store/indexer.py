@@ -102,7 +102,8 @@ def pending_ends(conn: Connection, tables: Tables) -> dict[str, int]:
     """The marked sessions and their next seqs: where a catch-up of everything committed
     before this read ends (one read of the partial index and the rows it names)."""
     se = tables.sessions.c
-    found = conn.execute(sa.select(se.id, se.next_seq).where(se.index_from.is_not(None)))
+    query = sa.select(se.id, se.next_seq).where(se.index_from.is_not(None))
+    found = conn.execute(query.order_by(se.updated_at, se.id))
     return {session_id: next_seq for session_id, next_seq in found}
 
 
@@ -115,12 +116,15 @@ def pending_events(conn: Connection, tables: Tables) -> int:
 
 def _marked(conn: Connection, tables: Tables, upto: Mapping[str, int] | None) -> list[Any]:
     """``(id, index_from, next_seq)`` of the first `CATCH_UP_SESSIONS` marked sessions (of
-    ``upto``'s, when given), in id order."""
+    ``upto``'s, when given), least recently appended to first: the index rows are numbered in
+    the order they are written, and a search shows the highest first, so the sessions written
+    to last come out first, as they did when each append left a pending row of its own."""
     se = tables.sessions.c
     query = sa.select(se.id, se.index_from, se.next_seq).where(se.index_from.is_not(None))
     if upto is not None:
         query = query.where(se.id.in_(list(upto)))
-    return list(conn.execute(query.order_by(se.id).limit(CATCH_UP_SESSIONS)).all())
+    ordered = query.order_by(se.updated_at, se.id).limit(CATCH_UP_SESSIONS)
+    return list(conn.execute(ordered).all())
 
 
 def _take(
@@ -152,7 +156,7 @@ def _unindexed_events(
     conn: Connection, tables: Tables, taken: Sequence[tuple[str, int, int]]
 ) -> list[Any]:
     """``(session_id, seq, type, data)`` of the indexed types in the taken ranges, without
-    index rows yet, in session and seq order."""
+    index rows yet."""
     ev, st = tables.session_events.c, tables.search_text.c
     indexed = (
         sa.select(sa.literal_column("1"))
@@ -200,7 +204,9 @@ def catch_up(conn: Connection, tables: Tables, upto: Mapping[str, int] | None = 
     found = _marked(conn, tables, upto)
     taken, unfinished, more = _take(found, upto)
     rows: list[dict[str, Any]] = []
-    for session_id, seq, event_type, data in _unindexed_events(conn, tables, taken):
+    order = {session_id: n for n, (session_id, _, _) in enumerate(taken)}
+    events = sorted(_unindexed_events(conn, tables, taken), key=lambda e: (order[e[0]], e[1]))
+    for session_id, seq, event_type, data in events:
         rows += expected_rows(session_id, ((seq, event_type, decode_fast(data)),))
     if rows:
         insert_rows(conn, tables, rows, fts=not postgres)
