@@ -20,16 +20,29 @@ median 3), each turn a copy of the committed fixture's turn:
   ``bash`` call, a delegated ``task``, a compaction) and its sub-agent's session (2 messages);
   a "line" is a message (its row and its parts' rows).
 
-Rows, in the same round, alternating which goes first:
+Rows, in the same round, each round in another order (rotated, and reversed every other):
 
 - read: every file read and each line parsed with ``json.loads`` (the floor any importer pays;
   opencode: each session's message and part rows selected and their JSON parsed);
 - import: `import_paths` with the agent's importer into a new SQLite file store (the whole
-  pipeline: discovery, reading, mapping, the appends, the search index).
+  pipeline: discovery, reading, mapping, the appends, the search index);
+- store floor: what the import writes, with no Python but ``sqlite3``'s own: the statements of
+  every append the import ran (the session's state read, the ``sessions`` row of a new
+  session, the ``session_events`` rows with their data text and chain values, the
+  ``search_pending`` mark, the session row's update, the projection's), captured with their
+  parameters from an untimed import (`capture_appends`), replayed by plain ``sqlite3``
+  (``executemany`` for the rows, one ``BEGIN IMMEDIATE``/``COMMIT`` an append, WAL,
+  ``synchronous=FULL``, ``foreign_keys=ON`` as the store sets them) into a new database with
+  the store's schema (made by `SessionStore`, untimed). The rows it leaves are the import's
+  (checked untimed: the same ``session_events`` count). Not in it: the search index's
+  catch-up (the ``search_text`` rows and FTS5 entries), which the store runs during an import
+  once enough events wait or its writer is idle (by the end of a 2,000-session import, 95% of
+  the Codex and Claude Code appends indexed, half of the opencode ones): the floor is below
+  anything the store could reach.
 
-Reported per agent: lines/s of each (median over rounds, p25-p75 spread), import / read in
-wall time and in CPU time of the process (all threads: steadier on a busy machine), and the
-load average before and after.
+Reported per agent: lines/s of each (median over rounds, p25-p75 spread), import / read and
+store floor / read in wall time and in CPU time of the process (all threads: steadier on a busy
+machine), the events stored a line read, and the load average before and after.
 
 Follow latency (``--follow-lines``, codex): ``todo-sessions import --from codex --follow`` runs
 as a real subprocess on a new rollout file (its default ``--interval`` unless given); one line
@@ -54,11 +67,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from todo_sessions import SessionStore
 from todo_sessions.errors import SessionNotFoundError
 from todo_sessions.importers import get_importer, import_paths
+from todo_sessions.store import plans
+from todo_sessions.store.sqlite import transactions
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests/fixtures/importers"
@@ -164,6 +180,100 @@ async def import_all(agent: str, root: Path, db: Path) -> int:
     return sum(r.lines for r in results)
 
 
+EVENTS_INSERT = re.compile(r"INSERT INTO \"?session_events\"? ", re.IGNORECASE)
+
+Step = tuple[str, str, object]
+"""One statement of an append as the store ran it: how (``one`` or ``many``), its SQL, its
+parameters (a tuple, or a list of tuples for ``many``)."""
+
+
+def capture_appends(agent: str, root: Path, db: Path) -> list[list[Step]]:
+    """Import ``root`` into a new store at ``db`` (untimed), recording the statements of every
+    append with their parameters as the SQLite driver runs them (`transactions.run_plan`)."""
+    appends: list[list[Step]] = []
+    run_plan = transactions.run_plan
+
+    def recording(conn: sqlite3.Connection, plan: plans.Plan[object]) -> object:
+        if plan.gi_code.co_name != "append":  # type: ignore[attr-defined]
+            return run_plan(conn, plan)
+        steps: list[Step] = []
+        appends.append(steps)
+
+        def traced() -> plans.Plan[object]:
+            result: object = None
+            while True:
+                try:
+                    kind, statement, args = plan.send(result)
+                except StopIteration as done:
+                    return done.value
+                if kind == plans.EVENTS:
+                    getter = transactions._row_getter(statement.names)  # type: ignore[union-attr]
+                    steps.append(("many", statement.sql, [getter(row) for row in args]))  # type: ignore[union-attr]
+                elif kind == plans.MANY:
+                    steps.append(("many", statement.sql, [tuple(a) for a in args]))  # type: ignore[union-attr]
+                elif kind in (plans.ROW, plans.RUN):
+                    steps.append(("one", statement.sql, tuple(args)))  # type: ignore[union-attr]
+                result = yield kind, statement, args
+
+        return run_plan(conn, traced())
+
+    transactions.run_plan = recording  # type: ignore[assignment]
+    try:
+        asyncio.run(import_all(agent, root, db))
+    finally:
+        transactions.run_plan = run_plan
+    return appends
+
+
+def new_store_file(db: Path) -> None:
+    """A database with the store's schema and nothing in it (untimed)."""
+
+    async def opened() -> None:
+        async with SessionStore(f"sqlite:///{db}"):
+            pass
+
+    asyncio.run(opened())
+
+
+def store_floor(appends: list[list[Step]], db: Path) -> int:
+    """``appends`` replayed by plain ``sqlite3`` into ``db``, one transaction each; how many."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for pragma in ("journal_mode = WAL", "synchronous = FULL", "foreign_keys = ON"):
+            conn.execute(f"PRAGMA {pragma}")
+        execute, executemany = conn.execute, conn.executemany
+        for steps in appends:
+            execute("BEGIN IMMEDIATE")
+            for how, sql, args in steps:
+                if how == "one":
+                    execute(sql, args).fetchall()  # type: ignore[arg-type]
+                else:
+                    executemany(sql, args)  # type: ignore[arg-type]
+            execute("COMMIT")
+    finally:
+        conn.close()
+    return len(appends)
+
+
+def stored(db: Path) -> int:
+    """The ``session_events`` rows in the database ``db``."""
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM session_events").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def events_in(appends: list[list[Step]]) -> int:
+    """The ``session_events`` rows the appends insert."""
+    inserts = [args for steps in appends for _, sql, args in steps if EVENTS_INSERT.match(sql)]
+    return sum(len(rows) for rows in inserts if isinstance(rows, list))
+
+
+def run_import(agent: str, root: Path, db: Path) -> int:
+    return asyncio.run(import_all(agent, root, db))
+
+
 def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds of this process (every thread: the store's writer too) and
     the lines ``fn`` counted. On a busy machine the CPU time is the steadier figure."""
@@ -191,29 +301,40 @@ def throughput(agent: str, sessions: int, rounds: int) -> None:
         total = CORPUS[agent](root, sessions)
         print(f"{agent}: importer loaded in {loaded:.2f} s (untimed below)")
         print(f"{agent}: {sessions:,} sessions, {total:,} lines; load {load()}", flush=True)
-        reads: list[float] = []
-        imports: list[float] = []
-        cpu: dict[str, list[float]] = {"read": [], "import": []}
+        appends = capture_appends(agent, root, Path(tmp) / "captured.db")
+        events = events_in(appends)
+        print(f"  stored: {events:,} events in {len(appends):,} appends, ", end="")
+        print(f"{events / total:.2f} events a line", flush=True)
+        rates: dict[str, list[float]] = {"read": [], "import": [], "floor": []}
+        cpu: dict[str, list[float]] = {"read": [], "import": [], "floor": []}
         for r in range(rounds):
-            order = ["read", "import"] if r % 2 == 0 else ["import", "read"]
+            order = ["read", "import", "floor"]
+            order = order[r % 3 :] + order[: r % 3]
+            if r % 2:
+                order.reverse()
             for what in order:
+                db = Path(tmp) / f"{what}-{r}.db"
                 if what == "read":
                     seconds, used, lines = timed(lambda: read_all(root))
-                    reads.append(lines / seconds)
+                elif what == "import":
+                    seconds, used, lines = timed(partial(run_import, agent, root, db))
                 else:
-                    db = Path(tmp) / f"store-{r}.db"
-                    seconds, used, lines = timed(
-                        lambda db=db: asyncio.run(import_all(agent, root, db))
-                    )
-                    imports.append(lines / seconds)
+                    new_store_file(db)
+                    seconds, used, count = timed(partial(store_floor, appends, db))
+                    assert count == len(appends) and stored(db) == events, (count, events)
+                    lines = total
+                rates[what].append(lines / seconds)
                 cpu[what].append(used)
                 assert lines == total, (what, lines, total)
-        ratios = [a / b for a, b in zip(reads, imports, strict=True)]
-        cpu_ratios = [i / r for r, i in zip(cpu["read"], cpu["import"], strict=True)]
-        print(f"  read + json.loads: {spread(reads)}")
-        print(f"  import:            {spread(imports)}")
-        print(f"  import / read:     {statistics.median(ratios):.1f}x wall, ", end="")
-        print(f"{statistics.median(cpu_ratios):.1f}x CPU; load {load()}", flush=True)
+        print(f"  read + json.loads: {spread(rates['read'])}")
+        print(f"  import:            {spread(rates['import'])}")
+        print(f"  store floor:       {spread(rates['floor'])}")
+        for what, label in (("import", "import / read:     "), ("floor", "store floor / read:")):
+            wall = [r / w for r, w in zip(rates["read"], rates[what], strict=True)]
+            cpus = [w / r for r, w in zip(cpu["read"], cpu[what], strict=True)]
+            print(f"  {label} {statistics.median(wall):.1f}x wall, ", end="")
+            print(f"{statistics.median(cpus):.1f}x CPU")
+        print(f"  load {load()}", flush=True)
 
 
 async def _stored(store: SessionStore, session_id: str) -> int:
