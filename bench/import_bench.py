@@ -28,8 +28,9 @@ Rows, in the same round, each round in another order (rotated, and reversed ever
   pipeline: discovery, reading, mapping, the appends, the search index);
 - store floor: what the import writes, with no Python but ``sqlite3``'s own: the statements of
   every append the import ran (the session's state read, the ``sessions`` row of a new
-  session, the ``session_events`` rows with their data text and chain values, the
-  ``search_pending`` mark, the session row's update, the projection's), captured with their
+  session, the ``session_events`` rows with their data text and chain values, the search
+  index's pending mark as the store writes it, the session row's update, the projection's:
+  whatever the store's append plan runs), captured with their
   parameters from an untimed import (`capture_appends`), replayed by plain ``sqlite3``
   (``executemany`` for the rows, one ``BEGIN IMMEDIATE``/``COMMIT`` an append, WAL,
   ``synchronous=FULL``, ``foreign_keys=ON`` as the store sets them) into a new database with
@@ -57,6 +58,7 @@ import argparse
 import asyncio
 import gc
 import json
+import operator
 import os
 import random
 import re
@@ -207,7 +209,7 @@ def capture_appends(agent: str, root: Path, db: Path) -> list[list[Step]]:
                 except StopIteration as done:
                     return done.value
                 if kind == plans.EVENTS:
-                    getter = transactions._row_getter(statement.names)  # type: ignore[union-attr]
+                    getter = operator.itemgetter(*statement.names)  # type: ignore[union-attr]
                     steps.append(("many", statement.sql, [getter(row) for row in args]))  # type: ignore[union-attr]
                 elif kind == plans.MANY:
                     steps.append(("many", statement.sql, [tuple(a) for a in args]))  # type: ignore[union-attr]
@@ -219,7 +221,7 @@ def capture_appends(agent: str, root: Path, db: Path) -> list[list[Step]]:
 
     transactions.run_plan = recording  # type: ignore[assignment]
     try:
-        asyncio.run(import_all(agent, root, db))
+        run_import(agent, root, db)
     finally:
         transactions.run_plan = run_plan
     return appends
