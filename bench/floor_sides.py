@@ -34,10 +34,9 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
-from todo_sessions import SessionStore
+from peers_workload import SEP, Event, new_id, workload
 
-Event = tuple[str, int, int, dict[str, Any], str | None]
-SEP = (",", ":")
+from todo_sessions import SessionStore
 
 STATE = (
     "SELECT sessions.next_seq, sessions.revision, sessions.incarnation, "
@@ -192,8 +191,6 @@ class FloorSide:
         return cls(conn)
 
     async def session(self) -> str:
-        from peers_bench import new_id, workload
-
         sid = new_id(self.name[:2])
         if self.store_schema:
             self.conn.execute(INSERT_SESSION, (sid, self.now, sid, self.now))

@@ -89,38 +89,15 @@ from typing import Any
 
 import aiosqlite
 from floor_sides import FLOORS  # the floors under the store's appends
-from store_bench import message, todo_write, tool_call  # the same payloads as bench/store_bench.py
+from peers_workload import SEP, T0, Event, new_id, workload
 
 from todo_sessions import SessionEvent, SessionHeader, SessionStore, migrate
 
-T0 = 1_764_000_000_000
-SEP = (",", ":")
+__all__ = ["SEP", "T0", "Event", "new_id", "workload"]  # the workload, for the other benches
+
 SIDES = ("limit", "store", "store-noindex", "aiosqlite", "agents")
 """The sides of a run without ``--sides``; the floors (`floor_sides`) run when named."""
 COLUMNS = ("single", "batch100", "load", "todo", "tasks", "processes")
-
-# -- the workload -------------------------------------------------------------------------------
-
-
-Event = tuple[str, int, int, dict[str, Any], str | None]
-"""(type, seq, time, data, surface_op)"""
-
-
-def workload(size: int, start: int = 0) -> list[Event]:
-    """Events ``start .. start+size-1`` of the generated coding-agent session."""
-    out: list[Event] = []
-    for i in range(start, start + size):
-        if i % 100 == 99:
-            out.append(("todo/write", i, T0 + i, todo_write(i), None))
-        elif i % 2:
-            out.append(("tool/call", i, T0 + i, tool_call(i), None))
-        else:  # a message is on the surface
-            out.append(("assistant/message", i, T0 + i, message(i), "append"))
-    return out
-
-
-def new_id(tag: str) -> str:
-    return f"{tag}-{uuid.uuid4().hex[:16]}"
 
 
 def clock() -> float:
