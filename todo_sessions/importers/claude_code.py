@@ -52,12 +52,41 @@ KNOWN_KINDS = frozenset(
         "api-request",
         "api-request-shape",
         "api-request-blob",
+        "api-request-resumed",
+        "api-request-route",  # written by 2.1.332 now and then (seen in a test's transcript)
         "tools-used",
         "cost-state",
+        # the rest of the kinds in the bundled CLI's (2.1.332) own table of transcript lines
+        "file-history-delta",
+        "continued-in",
+        "resume-head-vouch",
+        "data-flow-records",
+        "data-flow-incomplete",
+        "derived-from",
+        "fork-context-ref",
+        "frame-link",
+        "ended-by-model",
+        "relocated",
+        "agent-color",
+        "agent-setting",
+        "pr-link",
+        "artifact-comment-monitor",
+        "artifact-autoreact-ledger",
+        "bridge-session",
+        "history-suppression",
+        "attribution-snapshot",
+        "mode",
+        "permission-mode",
+        "isolation-latch",
+        "session-owner",
+        "dev-mods",
+        "memory-mode",
+        "worktree-state",
+        "observer-ref",
     }
 )
-"""Line kinds Claude Code writes (those of the CLI the ``[claude]`` extra bundles among them);
-others are imported whole and reported once."""
+"""Line kinds Claude Code writes (those of the CLI the ``[claude]`` extra bundles among them,
+from its own table of transcript line kinds); others are imported whole and reported once."""
 _TITLES = ("customTitle", "aiTitle", "summary")
 
 

@@ -102,9 +102,9 @@ def pending_ends(conn: Connection, tables: Tables) -> dict[str, int]:
     """The marked sessions and their next seqs: where a catch-up of everything committed
     before this read ends (one read of the partial index and the rows it names)."""
     se = tables.sessions.c
-    query = sa.select(se.id, se.next_seq).where(se.index_from.is_not(None))
-    found = conn.execute(query.order_by(se.updated_at, se.id))
-    return {session_id: next_seq for session_id, next_seq in found}
+    query = sa.select(se.updated_at, se.id, se.next_seq).where(se.index_from.is_not(None))
+    found = sorted(conn.execute(query).all())  # `_marked`'s order
+    return {session_id: next_seq for _, session_id, next_seq in found}
 
 
 def pending_events(conn: Connection, tables: Tables) -> int:
@@ -115,16 +115,20 @@ def pending_events(conn: Connection, tables: Tables) -> int:
 
 
 def _marked(conn: Connection, tables: Tables, upto: Mapping[str, int] | None) -> list[Any]:
-    """``(id, index_from, next_seq)`` of the first `CATCH_UP_SESSIONS` marked sessions (of
-    ``upto``'s, when given), least recently appended to first: the index rows are numbered in
-    the order they are written, and a search shows the highest first, so the sessions written
-    to last come out first, as they did when each append left a pending row of its own."""
+    """``(id, index_from, next_seq)`` of `CATCH_UP_SESSIONS` marked sessions at most
+    (``upto``'s, when given: `catch_up_all` hands them over in this order), least recently
+    appended to first: the index rows are numbered in the order they are written, and a
+    search shows the highest first, so the sessions written to last come out first, as they
+    did when each append left a pending row of its own. Sorted here, not by the database:
+    the read goes through the partial index alone, never `ix_sessions_updated_at_id` (so
+    `verify` still gets to report that index damaged)."""
     se = tables.sessions.c
-    query = sa.select(se.id, se.index_from, se.next_seq).where(se.index_from.is_not(None))
+    query = sa.select(se.updated_at, se.id, se.index_from, se.next_seq)
+    query = query.where(se.index_from.is_not(None))
     if upto is not None:
         query = query.where(se.id.in_(list(upto)))
-    ordered = query.order_by(se.updated_at, se.id).limit(CATCH_UP_SESSIONS)
-    return list(conn.execute(ordered).all())
+    found = sorted(conn.execute(query.limit(CATCH_UP_SESSIONS)).all())
+    return [(session_id, start, next_seq) for _, session_id, start, next_seq in found]
 
 
 def _take(
