@@ -172,8 +172,9 @@ class ChildRelay:
                 await self._drain(child_id, child)
                 if stopping:
                     return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(child.wake.wait(), _POLL)
+                with contextlib.suppress(TimeoutError):  # not `wait_for`: `wakeups.polling`
+                    async with asyncio.timeout(_POLL):
+                        await child.wake.wait()
                 child.wake.clear()
         finally:
             if unsubscribe is not None:

@@ -98,5 +98,6 @@ async def follow(
         if stop.is_set():
             report(await follower.poll())
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
+        with contextlib.suppress(TimeoutError):  # not `wait_for`: it can swallow a cancel
+            async with asyncio.timeout(interval):
+                await stop.wait()

@@ -108,7 +108,8 @@ class PerLoop(Generic[T]):
                 self._close(entry.item), entry.loop
             )
             with contextlib.suppress(Exception):  # that loop stopped, or is stuck: leave it
-                await asyncio.wait_for(asyncio.wrap_future(future), CLOSE_WAIT)
+                async with asyncio.timeout(CLOSE_WAIT):  # (not `wait_for`: `wakeups.polling`)
+                    await asyncio.wrap_future(future)
         with self._lock:
             self._entries = {k: v for k, v in self._entries.items() if not k.is_closed()}
 

@@ -44,8 +44,12 @@ class LocalWakeups:
         self._waiters.setdefault(session_id, set()).add(waiter)
 
         async def poll(interval: float) -> None:
+            # `asyncio.timeout`, not `wait_for`: Python 3.11's `wait_for` returns, and swallows
+            # a cancel of its caller, when the event was set in the same turn of the loop (a
+            # follower cancelled just as an append woke it would poll on forever)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await wake.wait()
             wake.clear()
 
         try:

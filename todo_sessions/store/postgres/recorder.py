@@ -340,8 +340,9 @@ class PostgresRecorder(SnapshotReads, IndexOperations, PlannedWrites):
         listener.add(session_id, wake)
 
         async def until_notified(_interval: float) -> None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), RECHECK_SECONDS)
+            with contextlib.suppress(TimeoutError):  # not `wait_for`: `wakeups.polling`
+                async with asyncio.timeout(RECHECK_SECONDS):
+                    await wake.wait()
             wake.clear()
             await listener.ensure_connected()  # after a lost connection: reconnect
             if self._replica_target is not None:  # the replica serves the next page once it

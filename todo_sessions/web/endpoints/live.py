@@ -95,8 +95,9 @@ async def event_stream(
     try:
         yield ": following\n\n"
         while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), HEARTBEAT_SECONDS)
+            try:  # not `wait_for`: it can swallow the cancel of a closed stream
+                async with asyncio.timeout(HEARTBEAT_SECONDS):
+                    item = await queue.get()
             except TimeoutError:
                 yield ": idle\n\n"
                 continue
