@@ -3,8 +3,8 @@
 Python 3.11's `asyncio.wait_for` returns the inner result, and so swallows the cancel of its
 caller, when the inner wait completed in the same turn of the loop as the cancel: a follower
 (`store.follow`, the ACP bridge's `Followers`) cancelled just as an append woke it went on
-polling, and the `unfollow` awaiting it hung (seen once in a CI run, in the ACP bridge's
-close). The polling waits use `asyncio.timeout` instead.
+polling, and the `unfollow` awaiting it hung (the likely cause of a CI run that hung, idle,
+in the ACP bridge's close). The polling waits use `asyncio.timeout` instead.
 """
 
 from __future__ import annotations

@@ -146,8 +146,9 @@ async def test_a_catch_up_takes_big_backlogs_in_parts(
                 await store.append(session_id, turn(6 * n, n + 1, text=word_of(session_id, n)))
         tables = store.namespace.tables
         first = await raw_sql(url, lambda c: indexer.catch_up(c, tables))
-        assert (first.sessions, first.more) == (1, True)  # 5 of p1's 18 events
-        assert await raw_sql(url, marks) == {"p1": 5, "p2": 0, "p3": 0}
+        assert (first.sessions, first.more) == (1, True)  # 5 of one session's 18 events
+        # which: one of a lot of two read through the partial index (in no set order)
+        assert sorted((await raw_sql(url, marks)).values()) == [0, 0, 5]
         for session_id in ("p1", "p2", "p3"):
             for n in range(3):
                 assert await found_once(store, word_of(session_id, n), session_id, 6 * n + 1)
