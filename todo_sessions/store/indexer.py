@@ -62,7 +62,7 @@ __all__ = [
     "pending_events",
 ]
 
-CATCH_UP_SESSIONS = 500
+CATCH_UP_SESSIONS = 2000
 """Most marked sessions one catch-up transaction takes."""
 CATCH_UP_EVENTS = 10_000
 """About how many events one catch-up transaction indexes (it stops taking sessions once their
